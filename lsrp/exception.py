@@ -1,0 +1,120 @@
+"""The one exception hierarchy of the project.
+
+Every error carries a message naming the thing that failed (site, pool, image,
+snapshot, daemon, file) and, where it helps, what to do about it.
+"""
+
+
+class FedexException(Exception):
+    """Root of every error raised by this project.
+
+    Subclasses set ``message``, a %-template filled from keyword arguments.
+    ``cause`` keeps the underlying exception for logs and callers.
+    """
+
+    message = "An unknown error occurred."
+
+    def __init__(self, message=None, cause=None, **kwargs):
+        self.kwargs = kwargs
+        self.cause = cause
+        if message is None:
+            try:
+                message = self.message % kwargs
+            except (KeyError, TypeError):
+                # NOTE: a wrong template must never hide the original error.
+                message = '%s (%s)' % (self.message, kwargs)
+        self.msg = message
+        super().__init__(message)
+
+
+# --- Ceph and RBD ---------------------------------------------------------
+
+class CephError(FedexException):
+    message = "%(site)s: %(operation)s failed on %(target)s: %(reason)s"
+
+
+class ClusterConnectError(CephError):
+    message = ("%(site)s: cannot connect to the Ceph cluster with conf %(conf)s "
+               "as client.%(client)s: %(reason)s")
+
+
+class PoolNotFound(CephError):
+    message = "%(site)s: pool %(pool)s does not exist"
+
+
+class ImageNotFound(CephError):
+    message = "%(site)s: image %(target)s does not exist"
+
+
+class ImageExists(CephError):
+    message = "%(site)s: image %(target)s already exists"
+
+
+class ImageBusy(CephError):
+    message = "%(site)s: image %(target)s is busy (%(reason)s)"
+
+
+class SnapshotNotFound(CephError):
+    message = "%(site)s: snapshot %(target)s does not exist"
+
+
+class SnapshotExists(CephError):
+    message = "%(site)s: snapshot %(target)s already exists"
+
+
+class GroupNotFound(CephError):
+    message = "%(site)s: group %(target)s does not exist"
+
+
+class GroupExists(CephError):
+    message = "%(site)s: group %(target)s already exists"
+
+
+class CephPermissionDenied(CephError):
+    message = ("%(site)s: permission denied for %(operation)s on %(target)s; "
+               "check the cephx caps of the client")
+
+
+class CephNoSpace(CephError):
+    message = ("%(site)s: no space for %(operation)s on %(target)s "
+               "(pool full or over quota): %(reason)s")
+
+
+class InvalidExtent(FedexException):
+    message = ("%(target)s: range offset=%(offset)d length=%(length)d lies "
+               "outside the image (size %(size)d)")
+
+
+# --- the sandbox ----------------------------------------------------------
+
+class SandboxError(FedexException):
+    message = "sandbox: %(reason)s"
+
+
+class PackageMissing(SandboxError):
+    message = ("sandbox: %(program)s is not installed; run "
+               "'apt-get install -y %(package)s' (or tools/install.sh)")
+
+
+class PortInUse(SandboxError):
+    message = ("%(site)s: %(daemon)s cannot start: port %(port)d on "
+               "%(address)s is in use%(holder)s; stop that process or pick "
+               "another --base-port")
+
+
+class DiskFull(SandboxError):
+    message = ("sandbox: only %(free_mib)d MiB free in %(path)s, %(need_mib)d "
+               "MiB needed; free some space or point --sandbox-dir elsewhere")
+
+
+class DaemonFailed(SandboxError):
+    message = "%(site)s: %(daemon)s %(reason)s; see %(log)s%(tail)s"
+
+
+class NotOurProcess(SandboxError):
+    message = ("%(site)s: pid file %(pidfile)s names pid %(pid)d, which is "
+               "not our %(daemon)s (it runs: %(cmdline)s); left it alone")
+
+
+class SandboxNotReady(SandboxError):
+    message = "%(site)s: %(reason)s; run 'fedex-sandbox up' (log: %(log)s)"

@@ -1,0 +1,101 @@
+"""``fedex-sandbox``: the local two-site Ceph environment.
+
+    fedex-sandbox up        start (or create) site-a and site-b, wait for health
+    fedex-sandbox status    health and daemons of each site
+    fedex-sandbox env       shell exports of each site's conf and keyring
+    fedex-sandbox down      stop the daemons we started (data is kept)
+    fedex-sandbox destroy   down, then remove all state
+"""
+
+import shlex
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from lsrp import exception
+from lsrp.sandbox import opts
+from lsrp.sandbox import sandbox as sandbox_mod
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+
+
+UP_RESULTS = {'healthy': 'already healthy',
+              'started': 'daemons restarted, healthy',
+              'waited': 'healthy',
+              'created': 'created, healthy'}
+
+
+def do_up(sb):
+    for name, action in sb.up().items():
+        print('%s: %s' % (name, UP_RESULTS[action]))
+    return 0
+
+
+def do_status(sb):
+    healthy = True
+    for entry in sb.status():
+        print('%s: %s  fsid=%s' % (entry['site'], entry['health'],
+                                   entry['fsid'] or '-'))
+        print('  conf: %s' % entry['conf'])
+        for check, text in sorted(entry['checks'].items()):
+            print('  ! %s: %s' % (check, text))
+        for d in entry['daemons']:
+            where = ('pid %d' % d['pid']) if d['pid'] else d['state'].upper()
+            print('  %-6s %-8s %s' % (d['name'], where, 'log: ' + d['log']))
+        healthy &= entry['healthy']
+    return 0 if healthy else 1
+
+
+def do_env(sb):
+    print('export %s=%s' % (opts.DIR_ENV, shlex.quote(sb.root)))
+    for s in sb.sites:
+        for key, value in s.env():
+            print('export %s=%s' % (key, shlex.quote(value)))
+    return 0
+
+
+def do_down(sb):
+    for name, stopped in sb.down().items():
+        print('%s: %s' % (name, ', '.join('%s (pid %d)' % x for x in stopped)
+                          if stopped else 'nothing was running'))
+    return 0
+
+
+def do_destroy(sb):
+    sb.destroy()
+    print('removed %s' % sb.root)
+    return 0
+
+
+COMMANDS = {'up': do_up, 'status': do_status, 'env': do_env,
+            'down': do_down, 'destroy': do_destroy}
+
+
+def add_command_parsers(subparsers):
+    for name, fn in COMMANDS.items():
+        subparsers.add_parser(name, help=fn.__doc__ or name)
+
+
+def main(argv=None):
+    logging.register_options(CONF)
+    CONF.register_cli_opt(cfg.SubCommandOpt(
+        'command', title='Commands', handler=add_command_parsers,
+        help='What to do with the sandbox.'))
+    # The sandbox options are command-line options: --sandbox-dir etc.
+    CONF.register_cli_opts(opts.sandbox_opts, group='sandbox')
+    CONF(sys.argv[1:] if argv is None else argv, project='fedex',
+         prog='fedex-sandbox', default_config_files=[])
+    logging.setup(CONF, 'fedex-sandbox')
+    sb = sandbox_mod.Sandbox.from_conf(CONF)
+    try:
+        return COMMANDS[CONF.command.name](sb)
+    except exception.FedexException as e:
+        print('fedex-sandbox %s: error: %s' % (CONF.command.name, e),
+              file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Options of the sandbox (``fedex-sandbox``)."""
+
+import os
+
+from oslo_config import cfg
+
+DEFAULT_DIR = '/var/tmp/fedex-sandbox'
+DIR_ENV = 'FEDEX_SANDBOX_DIR'
+
+sandbox_opts = [
+    cfg.StrOpt('dir',
+               default=os.environ.get(DIR_ENV, DEFAULT_DIR),
+               sample_default=DEFAULT_DIR,
+               help='Directory holding all state of the sandbox: each site\'s '
+                    'configuration, keyrings, daemon data, pid files and logs. '
+                    'The environment variable %s overrides the default.'
+                    % DIR_ENV),
+    cfg.PortOpt('base_port',
+                default=13300,
+                help='First TCP port of the sandbox. Site number i (0 for '
+                     'site-a) uses base_port + 100*i and the 99 ports after '
+                     'it: the monitor on the first two (msgr2, msgr1), the '
+                     'manager and the OSD from +10 on. Keep it below 32768, '
+                     'where Ceph clients take their ephemeral ports.'),
+    cfg.IntOpt('osd_size_gib',
+               default=64, min=4, max=4096,
+               help='Size in GiB of each site\'s OSD block file. The file is '
+                    'sparse: disk space is used only as data is written.'),
+    cfg.IntOpt('min_free_mib',
+               default=2048, min=0,
+               help='Refuse to start when the filesystem of the sandbox directory has '
+                    'less free space than this, in MiB.'),
+    cfg.IntOpt('start_timeout',
+               default=90, min=5,
+               help='Seconds to wait for both sites to report HEALTH_OK.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(sandbox_opts, group='sandbox')
+
+
+def list_opts():
+    return [('sandbox', sandbox_opts)]

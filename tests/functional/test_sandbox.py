@@ -1,0 +1,193 @@
+"""The sandbox's own life cycle and faults, on sandboxes of their own.
+
+These tests start extra two-site sandboxes in their own directories and port
+ranges, so that stopping and breaking them never disturbs the shared one.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import fixtures
+import testtools
+
+from lsrp import exception
+from lsrp.sandbox import processes
+from lsrp.sandbox import sandbox as sandbox_mod
+from tests.functional import base
+
+
+def cli(root, port, *args, env=None):
+    """Run the real ``fedex-sandbox`` console script."""
+    exe = os.path.join(os.path.dirname(sys.executable), 'fedex-sandbox')
+    return subprocess.run([exe, '--sandbox-dir', root, '--sandbox-base_port',
+                           str(port)] + list(args),
+                          capture_output=True, text=True, env=env)
+
+
+class TestSandboxLifeCycle(testtools.TestCase):
+    """up; up; status; down; up - with data kept - then faults, then destroy."""
+
+    PORT = 14300
+
+    def setUp(self):
+        super().setUp()
+        self.root = base.SANDBOX_DIR + '-lifecycle'
+        self.sb = sandbox_mod.Sandbox(self.root, base_port=self.PORT)
+        self.sb.destroy()
+        self.addCleanup(self.sb.destroy)
+
+    def _write_image(self):
+        s = self.sb.site('site-a')
+
+        def run(*args):
+            subprocess.run(['rbd', '-c', s.conf] + list(args), check=True,
+                           capture_output=True)
+        run('create', '--size', '64M', 'vms/keep')
+        run('bench', '--io-type', 'write', '--io-size', '1M', '--io-total',
+            '20M', '--io-pattern', 'rand', 'vms/keep')
+        return self._digest()
+
+    def _digest(self):
+        s = self.sb.site('site-a')
+        out = subprocess.run(
+            ['bash', '-o', 'pipefail', '-c',
+             'rbd -c %s export --no-progress vms/keep - | sha256sum' % s.conf],
+            check=True, capture_output=True, text=True)
+        return out.stdout.split()[0]
+
+    def test_life_cycle(self):
+        begin = time.monotonic()
+        self.assertEqual({'site-a': 'created', 'site-b': 'created'},
+                         self.sb.up())
+        took = time.monotonic() - begin
+        # The issue's target: both sites healthy in 30 s or less.
+        self.assertLess(took, 30, 'both sites took %.1f s' % took)
+        begin = time.monotonic()
+        self.assertEqual({'site-a': 'healthy', 'site-b': 'healthy'},
+                         self.sb.up())
+        self.assertLess(time.monotonic() - begin, 5, 'second up not a no-op')
+
+        result = cli(self.root, self.PORT, 'status')
+        self.assertEqual(0, result.returncode, result.stdout + result.stderr)
+        self.assertEqual(2, result.stdout.count('HEALTH_OK'))
+        lines = result.stdout.splitlines()
+        for daemon in ('mon.a', 'mgr.x', 'osd.0'):
+            running = [ln for ln in lines
+                       if ln.split()[:2] == [daemon, 'pid']]
+            self.assertEqual(2, len(running), result.stdout)
+        fsids = {e['site']: e['fsid'] for e in self.sb.status()}
+        self.assertNotEqual(fsids['site-a'], fsids['site-b'])
+
+        env = cli(self.root, self.PORT, 'env').stdout
+        self.assertIn('FEDEX_SITE_B_CONF=%s' % self.sb.site('site-b').conf,
+                      env)
+
+        digest = self._write_image()
+        result = cli(self.root, self.PORT, 'down')
+        self.assertEqual(0, result.returncode, result.stderr)
+        status = cli(self.root, self.PORT, 'status')
+        self.assertEqual(1, status.returncode)
+        self.assertEqual(2, status.stdout.count(': DOWN'))
+        for site in self.sb.sites:
+            self.assertEqual([], [d.name for d in site.daemons()
+                                  if d.pid() is not None])
+        self.assertEqual({'site-a': 'started', 'site-b': 'started'},
+                         self.sb.up())
+        self.assertEqual(digest, self._digest(), 'data lost over down/up')
+
+        # A killed OSD: status names it and its log; up restarts it.
+        osd = self.sb.site('site-a').daemon('osd.0')
+        pid = osd.pid()
+        os.kill(pid, signal.SIGKILL)
+        while processes.read_cmdline(pid) is not None:
+            time.sleep(0.05)
+        status = cli(self.root, self.PORT, 'status')
+        self.assertEqual(1, status.returncode)
+        line = [ln for ln in status.stdout.splitlines() if 'osd.0' in ln][0]
+        self.assertIn('DOWN', line)
+        self.assertIn(osd.log_file, line)
+        self.assertEqual('started', self.sb.up()['site-a'])
+        self.assertEqual(digest, self._digest())
+
+        # A pid file that names a process that is not ours: down refuses to
+        # touch it, stops everything else, and says which pid and file.
+        stranger = subprocess.Popen(['sleep', '60'])
+        self.addCleanup(stranger.wait)
+        self.addCleanup(stranger.kill)
+        mgr = self.sb.site('site-b').daemon('mgr.x')
+        real_mgr = mgr.pid()
+        with open(mgr.pidfile, 'w') as f:
+            f.write('%d\n' % stranger.pid)
+        result = cli(self.root, self.PORT, 'down')
+        self.assertEqual(2, result.returncode)
+        self.assertIn('pid %d' % stranger.pid, result.stderr)
+        self.assertIn(mgr.pidfile, result.stderr)
+        self.assertIsNone(stranger.poll(), 'a foreign process was signalled')
+        self.assertIsNone(self.sb.site('site-a').daemon('mon.a').pid())
+        # Our real manager was orphaned by the test; end it by its pid.
+        os.kill(real_mgr, signal.SIGTERM)
+
+        result = cli(self.root, self.PORT, 'destroy')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertFalse(os.path.exists(self.root))
+
+
+class TestSandboxFaults(testtools.TestCase):
+
+    PORT = 14700
+
+    def setUp(self):
+        super().setUp()
+        self.root = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                 'sb')
+
+    def test_port_in_use_is_named_and_nothing_runs(self):
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(('127.0.0.1', self.PORT))
+            sock.listen()
+            result = cli(self.root, self.PORT, 'up')
+        self.assertEqual(2, result.returncode)
+        self.assertIn('port %d' % self.PORT, result.stderr)
+        self.assertIn('in use by pid %d' % os.getpid(), result.stderr)
+        sb = sandbox_mod.Sandbox(self.root, base_port=self.PORT)
+        self.addCleanup(sb.destroy)
+        for site in sb.sites:
+            self.assertEqual([], [d.name for d in site.daemons()
+                                  if d.pid() is not None])
+
+    def test_missing_package_is_named(self):
+        env = dict(os.environ, PATH=os.path.dirname(sys.executable))
+        result = cli(self.root, self.PORT, 'up', env=env)
+        self.assertEqual(2, result.returncode)
+        self.assertIn('is not installed', result.stderr)
+        self.assertIn('apt-get install', result.stderr)
+
+    def test_disk_full_is_named(self):
+        result = cli(self.root, self.PORT, '--sandbox-min_free_mib',
+                     str(1 << 40), 'up')
+        self.assertEqual(2, result.returncode)
+        self.assertIn('MiB free in %s' % self.root, result.stderr)
+
+    def test_status_of_nothing(self):
+        result = cli(self.root, self.PORT, 'status')
+        self.assertEqual(1, result.returncode)
+        self.assertEqual(2, result.stdout.count('NOT CREATED'))
+
+    def test_daemon_exit_names_daemon_and_log(self):
+        sb = sandbox_mod.Sandbox(self.root, base_port=self.PORT)
+        self.addCleanup(sb.destroy)
+        site = sb.site('site-a')
+        # Break the monitor's store after a good bootstrap: it must say so.
+        sb.up()
+        sb.down()
+        with open(os.path.join(site.dir, 'mon', 'store.db', 'CURRENT'),
+                  'w') as f:
+            f.write('garbage\n')
+        e = self.assertRaises(exception.DaemonFailed, sb.up)
+        self.assertIn('mon.a', str(e))
+        self.assertIn(site.log_dir, str(e))

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Install everything this project needs on Debian 12, as root, idempotently:
+# Debian's Ceph (daemons, CLI, Python bindings) and a virtualenv in .venv with
+# this project, tox, and the bindings linked in.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd
+              python3-venv python3-dev git)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' \
+        || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install.sh: apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Debian's rados/rbd modules are built for Debian's Python 3.11: the venv's
+# Python must have the same ABI. Prefer python3 on PATH when it is 3.11.
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    PYTHON=/usr/bin/python3
+fi
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q -c upper-constraints.txt -e . tox \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+.venv/bin/python tools/link_ceph_bindings.py
+.venv/bin/python -c 'import rados, rbd' \
+    || { echo "install.sh: the Ceph bindings do not import in .venv" >&2; exit 1; }
+echo "install.sh: ready (.venv, $(.venv/bin/python --version), $(ceph --version | cut -d' ' -f1-3))"
