@@ -118,3 +118,76 @@ class NotOurProcess(SandboxError):
 
 class SandboxNotReady(SandboxError):
     message = "%(site)s: %(reason)s; run 'fedex-sandbox up' (log: %(log)s)"
+
+
+# --- shipments and shipping devices -----------------------------------------
+
+class ShipmentError(FedexException):
+    message = "shipment %(shipment)s: %(reason)s"
+
+
+class VerificationFailed(ShipmentError):
+    """Data or metadata does not match what was shipped: never imported."""
+    message = "shipment %(shipment)s: verification failed: %(reason)s"
+
+
+class ManifestTampered(VerificationFailed):
+    message = ("shipment %(shipment)s: the manifest on %(device)s fails "
+               "authentication: it was altered after it was written")
+
+
+class ManifestDigestMismatch(VerificationFailed):
+    message = ("shipment %(shipment)s: manifest digest %(actual)s does not "
+               "match the digest recorded at seal, %(expected)s")
+
+
+class ChunkCorrupt(VerificationFailed):
+    message = ("shipment %(shipment)s: chunk %(chunk)s of image %(image)s at "
+               "offset %(offset)d is damaged and cannot be rebuilt: %(reason)s")
+
+
+class ImageDigestMismatch(VerificationFailed):
+    message = ("shipment %(shipment)s: image %(image)s@%(snapshot)s has "
+               "digest %(actual)s, the manifest says %(expected)s")
+
+
+class WrongKey(ShipmentError):
+    message = ("shipment %(shipment)s: the key from %(store)s is not the key "
+               "of this shipment")
+
+
+class KeyMissing(ShipmentError):
+    message = ("shipment %(shipment)s: no key in %(store)s; the key never "
+               "travels with the devices: copy it from the sending site's "
+               "key store")
+
+
+class DevicesMissing(ShipmentError):
+    message = ("shipment %(shipment)s: devices %(missing)s are missing or "
+               "unreadable; parity covers %(parity)d of %(total)d devices")
+
+
+class MixedShipments(ShipmentError):
+    message = ("devices of different shipments were given together: "
+               "%(detail)s")
+
+
+class NotADevice(ShipmentError):
+    message = "%(path)s is not a shipping device of this project: %(reason)s"
+
+
+class DeviceFull(ShipmentError):
+    message = ("shipment %(shipment)s: device %(device)s is full (%(reason)s); "
+               "progress is saved: free space or replace the device, then "
+               "run the same command again")
+
+
+class ShipmentSealed(ShipmentError):
+    message = ("shipment %(shipment)s is sealed: no more writes to its "
+               "devices")
+
+
+class DestinationExists(ShipmentError):
+    message = ("shipment %(shipment)s: destination image %(target)s already "
+               "exists at %(site)s with other content; remove it or import "
+               "under another pool")

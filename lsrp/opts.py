@@ -34,5 +34,35 @@ def register_opts(conf):
     conf.register_opts(ceph_opts, group='ceph')
 
 
+shipment_opts = [
+    cfg.StrOpt('state_dir',
+               default='/var/lib/lsrp/shipments',
+               help='Directory of this terminal\'s shipment records and '
+                    'progress journals (never written to a device).'),
+    cfg.StrOpt('key_dir',
+               default='/var/lib/lsrp/keys',
+               help='Directory of the file key store: one 0600 file per '
+                    'shipment key. Keys never travel with the devices.'),
+    cfg.IntOpt('chunk_size',
+               default=64 << 10, min=4096, max=16 << 20,
+               help='Bytes per deduplicated chunk. See the device format '
+                    'page for why 64 KiB is the default.'),
+    cfg.IntOpt('shard_size',
+               default=4 << 20, min=64 << 10, max=256 << 20,
+               help='Bytes of each device\'s shard of a stripe; a stripe '
+                    'holds data_shards times this.'),
+    cfg.IntOpt('zstd_level',
+               default=3, min=1, max=19,
+               help='zstd compression level of chunks.'),
+    cfg.IntOpt('workers',
+               default=2, min=1, max=64,
+               help='Threads hashing, compressing and encrypting chunks.'),
+]
+
+
+def register_shipment_opts(conf):
+    conf.register_opts(shipment_opts, group='shipment')
+
+
 def list_opts():
-    return [('ceph', ceph_opts)]
+    return [('ceph', ceph_opts), ('shipment', shipment_opts)]

@@ -109,6 +109,10 @@ class Image(object):
                          features, names, stripe_unit, stripe_count,
                          st['block_name_prefix'], image_id)
 
+    def resize(self, size):
+        with self._translate('resize'):
+            self._image.resize(size)
+
     # --- snapshots ----------------------------------------------------------
 
     def create_snapshot(self, name):
@@ -295,6 +299,20 @@ class Image(object):
                      if e.exists)
         pieces = extents_mod.split(extents_mod.with_holes(
             extents_mod.merge(allocated), offset, length), chunk_size)
+        return self._read_ahead(pieces, workers, window)
+
+    def iter_changes(self, from_snapshot, whole_object=False,
+                     chunk_size=4 << 20, workers=4, window=8):
+        """Yield ``(Extent, data)`` for what changed since ``from_snapshot``.
+
+        Ranges that no longer exist come as ``(Extent(.., False), None)``:
+        they read as zeros now.
+        """
+        pieces = extents_mod.split(self.extents(
+            from_snapshot, whole_object=whole_object), chunk_size)
+        return self._read_ahead(pieces, workers, window)
+
+    def _read_ahead(self, pieces, workers, window):
         pending = collections.deque()
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             for piece in pieces:

@@ -7,7 +7,8 @@ from lsrp.sandbox import opts as sandbox_opts
 class TestOpts(testtools.TestCase):
 
     def test_list_opts_groups(self):
-        self.assertEqual(['ceph'], [g for g, _ in opts.list_opts()])
+        self.assertEqual(['ceph', 'shipment'],
+                         [g for g, _ in opts.list_opts()])
         self.assertEqual(['sandbox'], [g for g, _ in sandbox_opts.list_opts()])
 
     def test_every_option_has_help(self):

@@ -1,0 +1,232 @@
+"""``lsrp``: the terminal operator's command for shipments.
+
+    lsrp export IMAGE... --snapshot S --device D1 --device D2 --device D3
+    lsrp consolidate --shipment-id ID --snapshot S2
+    lsrp seal --shipment-id ID            prints the manifest digest
+    lsrp verify --device D1 ...           checks devices without importing
+    lsrp show --device D1 ...             what a device set holds
+    lsrp import --device D1 ... --expect-digest DIGEST
+
+Exit codes: 0 success, 3 verification failed (damaged or altered data, wrong
+digest), 2 usage or any other error.
+"""
+
+import json
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from lsrp.device import deviceset as deviceset_mod
+from lsrp.device import export as export_mod
+from lsrp.device import importer as importer_mod
+from lsrp.device import keystore
+from lsrp.device import verify as verify_mod
+from lsrp import exception
+from lsrp import opts
+from lsrp import progress as progress_mod
+from lsrp.rbd import Cluster
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_ERROR, EXIT_VERIFY = 0, 2, 3
+
+
+def _ceph_args(parser):
+    parser.add_argument('--ceph-conf', help='Ceph conf of the local site '
+                        '(default: [ceph] conf_file).')
+    parser.add_argument('--keyring', help='cephx keyring (default: [ceph] '
+                        'keyring).')
+    parser.add_argument('--site', help='Site name for messages (default: '
+                        '[ceph] site_name).')
+
+
+def _devices(parser, required=True):
+    parser.add_argument('--device', dest='devices', action='append',
+                        required=required, metavar='DIR',
+                        help='A shipping device (directory); repeat for each '
+                        'device, in order.')
+
+
+def _progress(parser):
+    parser.add_argument('--progress', choices=['bar', 'json', 'none'],
+                        help='Progress output (default: bar on a terminal, '
+                        'none otherwise).')
+
+
+def add_parsers(subparsers):
+    p = subparsers.add_parser('export', help='Export images at a snapshot '
+                              'onto a new device set.')
+    p.add_argument('images', nargs='+', metavar='POOL/IMAGE')
+    p.add_argument('--snapshot', required=True)
+    p.add_argument('--create-snapshot', action='store_true',
+                   help='Take the snapshot on every image first (pause the '
+                   'writers for a consistent set).')
+    p.add_argument('--shipment-id')
+    p.add_argument('--parity', type=int, help='Devices that may be lost '
+                   '(default 1 with 3 or more devices, else 0).')
+    p.add_argument('--chunk-size', type=int)
+    _devices(p)
+    _ceph_args(p)
+    _progress(p)
+
+    p = subparsers.add_parser('consolidate', help='Append the changes up to '
+                              'a newer snapshot to the devices.')
+    p.add_argument('--shipment-id', required=True)
+    p.add_argument('--snapshot', required=True)
+    p.add_argument('--create-snapshot', action='store_true')
+    _ceph_args(p)
+    _progress(p)
+
+    p = subparsers.add_parser('seal', help='Write the final manifest and '
+                              'print its digest for the receiver.')
+    p.add_argument('--shipment-id', required=True)
+
+    for name, text in (('verify', 'Check a device set without importing.'),
+                       ('show', 'Show what a device set holds.')):
+        p = subparsers.add_parser(name, help=text)
+        _devices(p)
+        p.add_argument('--expect-digest')
+
+    p = subparsers.add_parser('import', help='Import a sealed device set '
+                              'into the local cluster, verified.')
+    _devices(p)
+    p.add_argument('--expect-digest', help='The digest printed by seal at '
+                   'the sending site.')
+    p.add_argument('--pool-map', action='append', default=[],
+                   metavar='SRC=DST', help='Import images of pool SRC into '
+                   'pool DST.')
+    _ceph_args(p)
+    _progress(p)
+
+
+def _cluster(args):
+    c = CONF.ceph
+    return Cluster(args.ceph_conf or c.conf_file,
+                   args.keyring or c.keyring, client=c.client_name,
+                   site=args.site or c.site_name,
+                   connect_timeout=c.connect_timeout)
+
+
+def _progress_for(args):
+    mode = getattr(args, 'progress', None) or (
+        'bar' if sys.stderr.isatty() else 'none')
+    return progress_mod.Progress(mode)
+
+
+def _keys():
+    return keystore.FileKeyStore(CONF.shipment.key_dir)
+
+
+def _print(args, obj, text):
+    if getattr(args, 'progress', None) == 'json':
+        print(json.dumps(obj))
+    else:
+        print(text)
+
+
+def do_export(args):
+    s = CONF.shipment
+    with _cluster(args) as cluster:
+        exporter = export_mod.Exporter(
+            cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level,
+            s.workers, CONF.ceph.read_workers, _progress_for(args))
+        shipment_id = exporter.export(
+            args.images, args.snapshot, args.devices, args.shipment_id,
+            args.parity, args.chunk_size or s.chunk_size,
+            args.create_snapshot)
+    _print(args, {'event': 'exported', 'shipment_id': shipment_id},
+           'exported: %s' % shipment_id)
+
+
+def do_consolidate(args):
+    s = CONF.shipment
+    with _cluster(args) as cluster:
+        exporter = export_mod.Exporter(
+            cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level,
+            s.workers, CONF.ceph.read_workers, _progress_for(args))
+        version = exporter.consolidate(args.shipment_id, args.snapshot,
+                                       args.create_snapshot)
+    _print(args, {'event': 'consolidated', 'shipment_id': args.shipment_id,
+                  'version': version},
+           'consolidated: %s manifest version %d'
+           % (args.shipment_id, version))
+
+
+def do_seal(args):
+    exporter = export_mod.Exporter(None, _keys(), CONF.shipment.state_dir)
+    digest = exporter.seal(args.shipment_id)
+    print('sealed: %s manifest digest %s' % (args.shipment_id, digest))
+
+
+def do_verify(args):
+    report = verify_mod.verify(args.devices, _keys(), args.expect_digest)
+    print(json.dumps(report, indent=1))
+
+
+def do_show(args):
+    devset = deviceset_mod.DeviceSet.open(args.devices)
+    out = {'shipment_id': devset.shipment_id,
+           'devices': {i: devset.describe(i) for i in range(devset.n)},
+           'data_shards': devset.k, 'parity_shards': devset.m,
+           'missing': devset.missing()}
+    try:
+        _, _, manifest = importer_mod.open_shipment(args.devices, _keys(),
+                                                    args.expect_digest)
+    except (exception.KeyMissing, exception.DevicesMissing) as e:
+        out['manifest'] = 'not readable here: %s' % e
+    else:
+        out.update(version=manifest.version, sealed=manifest.sealed,
+                   source=manifest.data['source'],
+                   chunks=len(manifest.chunks),
+                   record_bytes=manifest.payload_bytes(),
+                   images=[{'image': '%s/%s' % (i['pool'], i['name']),
+                            'snapshots': [(s['name'], s['size'], s['digest'])
+                                          for s in i['snapshots']]}
+                           for i in manifest.images])
+    print(json.dumps(out, indent=1))
+
+
+def do_import(args):
+    pool_map = dict(m.split('=', 1) for m in args.pool_map)
+    with _cluster(args) as cluster:
+        importer = importer_mod.Importer(
+            cluster, _keys(), CONF.shipment.state_dir, pool_map,
+            progress=_progress_for(args))
+        images = importer.run(args.devices, args.expect_digest)
+    _print(args, {'event': 'imported', 'images': images},
+           'imported: %s' % ', '.join(images))
+
+
+COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
+            'seal': do_seal, 'verify': do_verify, 'show': do_show,
+            'import': do_import}
+
+
+def main(argv=None):
+    logging.register_options(CONF)
+    opts.register_opts(CONF)
+    # Shipment options are command-line options too: --shipment-state_dir.
+    CONF.register_cli_opts(opts.shipment_opts, group='shipment')
+    CONF.register_cli_opt(cfg.SubCommandOpt(
+        'command', title='Commands', handler=add_parsers,
+        help='What to do.'))
+    CONF(sys.argv[1:] if argv is None else argv, project='lsrp', prog='lsrp',
+         default_config_files=cfg.find_config_files('lsrp'))
+    logging.setup(CONF, 'lsrp')
+    args = CONF.command
+    try:
+        COMMANDS[args.name](args)
+    except exception.VerificationFailed as e:
+        print('lsrp %s: verification failed: %s' % (args.name, e),
+              file=sys.stderr)
+        return EXIT_VERIFY
+    except exception.FedexException as e:
+        print('lsrp %s: error: %s' % (args.name, e), file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+if __name__ == '__main__':
+    sys.exit(main())

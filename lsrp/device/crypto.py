@@ -1,0 +1,91 @@
+"""Keys and sealing of one shipment.
+
+From the shipment's 32-byte data key, HKDF-SHA256 derives independent keys
+for chunk encryption, chunk digests, the manifest, and a key-check value (so
+that a wrong key is told apart from tampering). Chunk digests are *keyed*
+BLAKE3: a thief cannot confirm that a device holds some known block.
+"""
+
+import os
+import struct
+
+import blake3
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+import zstandard
+
+NONCE = 12
+# A chunk record: flags (bit 0: zstd), plaintext length, nonce, then the
+# AES-GCM ciphertext with its 16-byte tag.
+RECORD_HEADER = struct.Struct('>BI12s')
+FLAG_ZSTD = 1
+
+
+def _derive(key, shipment_id, purpose):
+    return HKDF(algorithm=hashes.SHA256(), length=32,
+                salt=shipment_id.encode(),
+                info=b'fedex/1/' + purpose).derive(key)
+
+
+class ShipmentCrypto(object):
+    """Encrypts chunks and the manifest of one shipment."""
+
+    def __init__(self, key, shipment_id, zstd_level=3):
+        self.shipment_id = shipment_id
+        self._aad = shipment_id.encode()
+        self._chunk = AESGCM(_derive(key, shipment_id, b'chunk'))
+        self._manifest = AESGCM(_derive(key, shipment_id, b'manifest'))
+        self._digest_key = _derive(key, shipment_id, b'digest')
+        self.key_check = _derive(key, shipment_id, b'key-check').hex()[:32]
+        self._zstd_level = zstd_level
+
+    def digest(self, data):
+        """Keyed BLAKE3 of a chunk's plaintext, hex."""
+        return blake3.blake3(data, key=self._digest_key).hexdigest()
+
+    def seal_chunk(self, digest, data):
+        """Compress (when it helps) and encrypt a chunk into a record."""
+        flags, body = 0, data
+        packed = zstandard.ZstdCompressor(level=self._zstd_level).compress(
+            data)
+        if len(packed) < len(data):
+            flags, body = FLAG_ZSTD, packed
+        nonce = os.urandom(NONCE)
+        # The digest is authenticated data: a record moved to another
+        # chunk's place fails to open.
+        ciphertext = self._chunk.encrypt(nonce, body,
+                                         self._aad + bytes.fromhex(digest))
+        return RECORD_HEADER.pack(flags, len(data), nonce) + ciphertext
+
+    def open_chunk(self, digest, record):
+        """Decrypt and decompress a record.
+
+        Returns None if the record fails authentication or its content does
+        not match the digest.
+        """
+        try:
+            flags, length, nonce = RECORD_HEADER.unpack_from(record)
+            body = self._chunk.decrypt(nonce, bytes(record[RECORD_HEADER.size:]),
+                                       self._aad + bytes.fromhex(digest))
+            if flags & FLAG_ZSTD:
+                body = zstandard.ZstdDecompressor().decompress(
+                    body, max_output_size=length)
+        except (InvalidTag, struct.error, zstandard.ZstdError, ValueError):
+            return None
+        if len(body) != length or self.digest(body) != digest:
+            return None
+        return body
+
+    def seal_manifest(self, plaintext):
+        nonce = os.urandom(NONCE)
+        return nonce + self._manifest.encrypt(nonce, plaintext, self._aad)
+
+    def open_manifest(self, sealed):
+        """Plaintext, or None if the sealed manifest fails authentication."""
+        try:
+            return self._manifest.decrypt(sealed[:NONCE], sealed[NONCE:],
+                                          self._aad)
+        except (InvalidTag, ValueError):
+            return None

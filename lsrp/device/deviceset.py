@@ -1,0 +1,265 @@
+"""The directories of a shipment's devices: labels, shard files, manifests.
+
+Each device directory holds::
+
+    fedex-device.json    label: shipment id, device index and id, layout
+    shards.dat           one shard of every stripe, at the stripe's offset
+    manifest.v<N>        every version of the sealed manifest (see manifest.py)
+
+Shard j of stripe s lives on device (j + s) mod n, so parity rotates over the
+devices as in RAID-5 and each device holds an equal share.
+"""
+
+import errno
+import json
+import os
+import re
+import uuid
+
+from lsrp import exception
+
+FORMAT = 'fedex-device'
+FORMAT_VERSION = 1
+LABEL = 'fedex-device.json'
+SHARDS = 'shards.dat'
+MANIFEST_RE = re.compile(r'^manifest\.v(\d{6})$')
+
+
+def manifest_name(version):
+    return 'manifest.v%06d' % version
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path, data):
+    """Write a file so that it is either whole or absent, even after a crash."""
+    tmp = path + '.tmp'
+    with open(tmp, 'wb') as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path))
+
+
+def read_label(path):
+    try:
+        with open(os.path.join(path, LABEL)) as f:
+            label = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise exception.NotADevice(path=path, reason='unreadable label: %s' % e)
+    if label.get('format') != FORMAT:
+        raise exception.NotADevice(path=path, reason='label of another format')
+    if label.get('format_version') != FORMAT_VERSION:
+        raise exception.NotADevice(
+            path=path, reason='device format version %s, this program reads '
+            '%d' % (label.get('format_version'), FORMAT_VERSION))
+    return label
+
+
+class DeviceSet(object):
+    """The devices of one shipment that are at hand (some may be missing)."""
+
+    def __init__(self, shipment_id, k, m, labels):
+        self.shipment_id = shipment_id
+        self.k, self.m = k, m
+        self.n = k + m
+        # {device index: path} of the devices we have.
+        self.paths = {label['device_index']: path
+                      for path, label in labels.items()}
+        self.labels = {label['device_index']: label
+                       for label in labels.values()}
+        self._files = {}
+
+    # --- creation and opening --------------------------------------------
+
+    @classmethod
+    def create(cls, paths, shipment_id, k, m, key_check):
+        """Label empty directories as the devices of a new shipment.
+
+        Directories already labelled for this shipment, at the same index,
+        are kept (an export being resumed).
+        """
+        if len(paths) != k + m:
+            raise exception.ShipmentError(
+                shipment=shipment_id, reason='%d devices given for %d data + '
+                '%d parity shards' % (len(paths), k, m))
+        labels = {}
+        for index, path in enumerate(paths):
+            os.makedirs(path, exist_ok=True)
+            label = read_label(path)
+            if label is not None:
+                if (label['shipment_id'] != shipment_id
+                        or label['device_index'] != index):
+                    raise exception.MixedShipments(
+                        detail='%s is device %d of shipment %s, not device %d '
+                        'of %s' % (path, label['device_index'],
+                                   label['shipment_id'], index, shipment_id))
+            else:
+                if os.listdir(path):
+                    raise exception.NotADevice(
+                        path=path, reason='not empty and has no label; '
+                        'refusing to write to it')
+                label = {'format': FORMAT, 'format_version': FORMAT_VERSION,
+                         'shipment_id': shipment_id, 'device_index': index,
+                         'device_id': str(uuid.uuid4()), 'devices': k + m,
+                         'data_shards': k, 'parity_shards': m,
+                         'key_check': key_check}
+                try:
+                    write_atomic(os.path.join(path, LABEL),
+                                 json.dumps(label, indent=1).encode())
+                except OSError as e:
+                    raise cls._os_error(shipment_id, path, e)
+            labels[path] = label
+        return cls(shipment_id, k, m, labels)
+
+    @classmethod
+    def open(cls, paths):
+        """Open the devices at hand; they must all be of one shipment."""
+        labels = {}
+        for path in paths:
+            if not os.path.isdir(path):
+                continue  # a missing device; parity may cover it
+            label = read_label(path)
+            if label is None:
+                raise exception.NotADevice(path=path, reason='no label')
+            labels[path] = label
+        if not labels:
+            raise exception.ShipmentError(
+                shipment='?', reason='none of the devices %s is readable'
+                % ', '.join(paths))
+        shipments = {}
+        for path, label in labels.items():
+            shipments.setdefault(label['shipment_id'], []).append(path)
+        if len(shipments) > 1:
+            raise exception.MixedShipments(detail='; '.join(
+                '%s: %s' % (sid, ', '.join(p)) for sid, p in
+                sorted(shipments.items())))
+        seen = {}
+        for path, label in labels.items():
+            if label['device_index'] in seen:
+                raise exception.ShipmentError(
+                    shipment=label['shipment_id'], reason='%s and %s are both '
+                    'device %d' % (seen[label['device_index']], path,
+                                   label['device_index']))
+            seen[label['device_index']] = path
+        first = next(iter(labels.values()))
+        return cls(first['shipment_id'], first['data_shards'],
+                   first['parity_shards'], labels)
+
+    @property
+    def key_check(self):
+        return next(iter(self.labels.values()))['key_check']
+
+    def missing(self):
+        return sorted(set(range(self.n)) - set(self.paths))
+
+    def require_readable(self):
+        missing = self.missing()
+        if len(missing) > self.m:
+            raise exception.DevicesMissing(
+                shipment=self.shipment_id, missing=', '.join(
+                    'device %d' % i for i in missing), parity=self.m,
+                total=self.n)
+
+    def describe(self, index):
+        return self.paths.get(index, 'device %d (missing)' % index)
+
+    @staticmethod
+    def _os_error(shipment_id, path, error):
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exception.DeviceFull(shipment=shipment_id, device=path,
+                                        reason=error.strerror)
+        return exception.ShipmentError(shipment=shipment_id,
+                                       reason='device %s: %s' % (path, error))
+
+    # --- shards ---------------------------------------------------------
+
+    def device_of(self, stripe, shard):
+        return (shard + stripe) % self.n
+
+    def _file(self, index, mode):
+        key = (index, mode)
+        if key not in self._files:
+            path = os.path.join(self.paths[index], SHARDS)
+            if mode == 'w':
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+                self._files[key] = os.fdopen(fd, 'r+b', buffering=0)
+            else:
+                self._files[key] = open(path, 'rb', buffering=0)
+        return self._files[key]
+
+    def write_stripe(self, stripe, offset, shards):
+        for shard, data in enumerate(shards):
+            index = self.device_of(stripe, shard)
+            try:
+                f = self._file(index, 'w')
+                f.seek(offset)
+                view = memoryview(data)
+                while view:
+                    view = view[f.write(view):]
+            except OSError as e:
+                raise self._os_error(self.shipment_id, self.paths[index], e)
+
+    def sync(self):
+        for (index, mode), f in self._files.items():
+            if mode == 'w':
+                try:
+                    os.fsync(f.fileno())
+                except OSError as e:
+                    raise self._os_error(self.shipment_id, self.paths[index], e)
+
+    def truncate(self, length):
+        """Drop shard bytes past ``length`` (work not yet journaled)."""
+        for index in self.paths:
+            path = os.path.join(self.paths[index], SHARDS)
+            if os.path.exists(path) and os.path.getsize(path) > length:
+                os.truncate(path, length)
+
+    def read_shard(self, stripe, shard, offset, start, length):
+        """Bytes of one shard, or None when its device is missing or short."""
+        index = self.device_of(stripe, shard)
+        if index not in self.paths:
+            return None
+        try:
+            f = self._file(index, 'r')
+            f.seek(offset + start)
+            data = f.read(length)
+        except OSError:
+            return None
+        return data if len(data) == length else None
+
+    def close(self):
+        for f in self._files.values():
+            f.close()
+        self._files = {}
+
+    # --- manifests ------------------------------------------------------------
+
+    def write_manifest(self, version, blob):
+        for index, path in sorted(self.paths.items()):
+            try:
+                write_atomic(os.path.join(path, manifest_name(version)), blob)
+            except OSError as e:
+                raise self._os_error(self.shipment_id, path, e)
+
+    def manifest_blobs(self):
+        """{device index: (version, blob)} of the newest manifest on each."""
+        found = {}
+        for index, path in self.paths.items():
+            versions = [int(m.group(1)) for m in
+                        map(MANIFEST_RE.match, os.listdir(path)) if m]
+            if versions:
+                version = max(versions)
+                with open(os.path.join(path, manifest_name(version)),
+                          'rb') as f:
+                    found[index] = (version, f.read())
+        return found

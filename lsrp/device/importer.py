@@ -1,0 +1,193 @@
+"""Import: a device set -> images and snapshots in the destination cluster.
+
+Each image is written to a staging image ``<name>.importing-<shipment>``,
+snapshot by snapshot; every snapshot's whole digest is read back from Ceph and
+checked against the manifest before the next one starts, and only when all of
+them match is the staging image renamed to its real name. An interrupted
+import therefore never looks finished, and running it again continues: a
+snapshot half-applied is rolled back to the one before it, and the base
+continues from its journaled offset (writes of the same data are idempotent).
+"""
+
+import collections
+import concurrent.futures
+import os
+
+from oslo_log import log as logging
+
+from lsrp.device import deviceset as deviceset_mod
+from lsrp.device import export as export_mod
+from lsrp.device import journal as journal_mod
+from lsrp.device import manifest as manifest_mod
+from lsrp.device import reader as reader_mod
+from lsrp import exception
+
+LOG = logging.getLogger(__name__)
+
+WRITE_BATCH = 4 << 20
+CURSOR_EVERY = 256 << 20
+
+
+def open_shipment(devices, key_store, expect_digest=None):
+    """Open, authenticate and check a device set: (devset, crypto, manifest).
+
+    Raises DevicesMissing, MixedShipments, KeyMissing, WrongKey,
+    ManifestTampered or ManifestDigestMismatch with what is wrong.
+    """
+    devset = deviceset_mod.DeviceSet.open(devices)
+    devset.require_readable()
+    crypto = export_mod.open_crypto(devset, key_store)
+    manifest, blob = export_mod.load_manifest(devset, crypto)
+    if expect_digest:
+        actual = manifest_mod.blob_digest(blob)
+        if actual != expect_digest:
+            raise exception.ManifestDigestMismatch(
+                shipment=devset.shipment_id, actual=actual,
+                expected=expect_digest)
+    return devset, crypto, manifest
+
+
+class Importer(object):
+
+    def __init__(self, cluster, key_store, state_dir, pool_map=None,
+                 workers=4, progress=None):
+        self.cluster = cluster
+        self.key_store = key_store
+        self.state_dir = state_dir
+        self.pool_map = pool_map or {}
+        self.workers = workers
+        self.progress = progress or export_mod._NullProgress()
+
+    def run(self, devices, expect_digest=None, require_sealed=True):
+        devset, crypto, manifest = open_shipment(devices, self.key_store,
+                                                 expect_digest)
+        if require_sealed and not manifest.sealed:
+            raise exception.ShipmentError(
+                shipment=manifest.shipment_id, reason='the shipment is not '
+                'sealed: seal it at the sending site before importing')
+        self.shipment_id = manifest.shipment_id
+        self.reader = reader_mod.ChunkReader(devset, crypto, manifest)
+        self.journal = journal_mod.Journal(os.path.join(
+            self.state_dir, manifest.shipment_id, 'import.journal'))
+        self.state = collections.defaultdict(dict)
+        for entry in self.journal.entries():
+            self.state[entry['image']].update(entry)
+        try:
+            results = [self._import_image(i, img)
+                       for i, img in enumerate(manifest.images)]
+        finally:
+            self.journal.close()
+            devset.close()
+        return results
+
+    def _import_image(self, index, img):
+        pool_name = self.pool_map.get(img['pool'], img['pool'])
+        final = img['name']
+        staging = '%s.importing-%s' % (final, self.shipment_id)
+        state = self.state[index]
+        target = '%s/%s' % (pool_name, final)
+        with self.cluster.pool(pool_name) as pool:
+            if pool.image_exists(final):
+                if state.get('renamed'):
+                    return target
+                raise exception.DestinationExists(
+                    shipment=self.shipment_id, target=target,
+                    site=self.cluster.site)
+            if not pool.image_exists(staging):
+                first = img['snapshots'][0]
+                pool.create_image(staging, first['size'],
+                                  features=img['features'],
+                                  object_size=img['object_size'])
+            with pool.open_image(staging) as image:
+                for snap_index, snap in enumerate(img['snapshots']):
+                    self._import_snapshot(index, img, snap_index, snap, image,
+                                          pool, staging)
+            pool.rename_image(staging, final)
+        self._record(index, renamed=True)
+        LOG.info('%s: imported %s', self.shipment_id, target)
+        return target
+
+    def _record(self, index, **fields):
+        self.journal.append(dict(fields, image=index))
+        self.state[index].update(fields)
+
+    def _import_snapshot(self, index, img, snap_index, snap, image, pool,
+                         staging):
+        key = 'verified_%d' % snap_index
+        if image.snapshot_exists(snap['name']):
+            if not self.state[index].get(key):
+                self._verify(index, img, snap_index, snap, pool, staging)
+            return
+        start = self.state[index].get('cursor_%d' % snap_index, 0)
+        if snap_index > 0:
+            # Whatever a crash left of this delta is undone first.
+            image.rollback_to_snapshot(img['snapshots'][snap_index - 1]
+                                       ['name'])
+            start = 0
+        if image.size() != snap['size']:
+            image.resize(snap['size'])
+        self._apply(index, img, snap_index, snap, image, start)
+        image.flush()
+        image.create_snapshot(snap['name'])
+        self._verify(index, img, snap_index, snap, pool, staging)
+
+    def _apply(self, index, img, snap_index, snap, image, start):
+        spec = '%s/%s@%s' % (img['pool'], img['name'], snap['name'])
+        self.progress.start('import %s' % spec, snap['size'])
+        pending = collections.deque()
+        batch_offset, batch = None, []
+        next_cursor = start + CURSOR_EVERY
+
+        def submit(pool, offset, parts):
+            pending.append(pool.submit(image.write, offset, b''.join(parts)))
+            while len(pending) > 2 * self.workers:
+                pending.popleft().result()
+
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            for run in snap['runs']:
+                offset, length = run[1], run[2]
+                if offset < start:
+                    continue
+                if batch and (offset != batch_offset + sum(map(len, batch))
+                              or sum(map(len, batch)) >= WRITE_BATCH
+                              or run[0] == manifest_mod.ZERO):
+                    submit(pool, batch_offset, batch)
+                    batch_offset, batch = None, []
+                if run[0] == manifest_mod.ZERO:
+                    # A new image reads as zeros: only deltas write them.
+                    if snap_index > 0:
+                        pending.append(pool.submit(image.zero, offset, length))
+                else:
+                    data = self.reader.read(run[3], spec, offset)
+                    if batch_offset is None:
+                        batch_offset = offset
+                    batch.append(data)
+                self.progress.advance(length)
+                if offset >= next_cursor and snap_index == 0:
+                    if batch:
+                        submit(pool, batch_offset, batch)
+                        batch_offset, batch = None, []
+                    while pending:
+                        pending.popleft().result()
+                    image.flush()
+                    self._record(index, **{'cursor_%d' % snap_index: offset})
+                    next_cursor = offset + CURSOR_EVERY
+            if batch:
+                submit(pool, batch_offset, batch)
+            while pending:
+                pending.popleft().result()
+        self.progress.finish()
+
+    def _verify(self, index, img, snap_index, snap, pool, staging):
+        with pool.open_image(staging, snapshot=snap['name']) as at_snap:
+            self.progress.start('verify %s@%s' % (img['name'], snap['name']),
+                                snap['size'])
+            actual = at_snap.digest('blake3')
+            self.progress.finish()
+        if actual != snap['digest']:
+            raise exception.ImageDigestMismatch(
+                shipment=self.shipment_id,
+                image='%s/%s' % (pool.name, staging),
+                snapshot=snap['name'], actual=actual,
+                expected=snap['digest'])
+        self._record(index, **{'verified_%d' % snap_index: actual})

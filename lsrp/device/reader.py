@@ -1,0 +1,83 @@
+"""Reading chunks back from a device set, repairing from parity.
+
+A stripe is read as its k data shards straight off the devices. Only when a
+device is missing, or a chunk in the stripe fails its digest, is the stripe
+rebuilt from parity; with a damaged shard, each shard in turn is left out
+until the chunk checks out.
+"""
+
+import collections
+import itertools
+
+from lsrp.device import erasure
+from lsrp import exception
+
+
+class ChunkReader(object):
+
+    def __init__(self, devset, crypto, manifest, cache_stripes=4):
+        self.devset = devset
+        self.crypto = crypto
+        self.manifest = manifest
+        self.coder = erasure.StripeCoder(devset.k, devset.m)
+        self._cache = collections.OrderedDict()
+        self._cache_size = cache_stripes
+        self.repaired = 0
+
+    def _shards(self, stripe):
+        data_length, shard_length, offset = self.manifest.stripes[stripe]
+        return {j: s for j in range(self.devset.n)
+                for s in [self.devset.read_shard(stripe, j, offset, 0,
+                                                 shard_length)]
+                if s is not None}
+
+    def _stripe(self, stripe, leave_out=()):
+        key = (stripe, tuple(leave_out))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        data_length = self.manifest.stripes[stripe][0]
+        shards = self._shards(stripe)
+        for j in leave_out:
+            shards.pop(j, None)
+        data = (self.coder.decode(shards, data_length)
+                if len(shards) >= self.devset.k else None)
+        self._cache[key] = data
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return data
+
+    def read(self, digest, image='?', offset=0):
+        """The plaintext of chunk ``digest``, verified; raises ChunkCorrupt."""
+        try:
+            stripe, start, length = self.manifest.chunks[digest]
+        except KeyError:
+            raise exception.ChunkCorrupt(
+                shipment=self.manifest.shipment_id, chunk=digest[:16],
+                image=image, offset=offset, reason='not in the manifest')
+        data = self._stripe(stripe)
+        if data is not None:
+            plain = self.crypto.open_chunk(digest, data[start:start + length])
+            if plain is not None:
+                return plain
+        # Damaged: leave out shards, one combination at a time.
+        for count in range(1, self.devset.m + 1):
+            for leave_out in itertools.combinations(range(self.devset.n),
+                                                    count):
+                data = self._stripe(stripe, leave_out)
+                if data is None:
+                    continue
+                plain = self.crypto.open_chunk(digest,
+                                               data[start:start + length])
+                if plain is not None:
+                    self.repaired += 1
+                    # Later chunks of this stripe: use the good copy.
+                    self._cache[(stripe, ())] = data
+                    return plain
+        missing = self.devset.missing()
+        raise exception.ChunkCorrupt(
+            shipment=self.manifest.shipment_id, chunk=digest[:16],
+            image=image, offset=offset,
+            reason='stripe %d fails its digest with every %d of %d shards%s'
+            % (stripe, self.devset.k, self.devset.n,
+               ' (missing devices: %s)' % missing if missing else ''))
