@@ -40,6 +40,8 @@ def _ceph_args(parser):
                         'keyring).')
     parser.add_argument('--site', help='Site name for messages (default: '
                         '[ceph] site_name).')
+    parser.add_argument('--op-timeout', type=int, help='Seconds before a '
+                        'Ceph operation fails (default: [ceph] op_timeout).')
 
 
 def _devices(parser, required=True):
@@ -94,6 +96,9 @@ def add_parsers(subparsers):
     _devices(p)
     p.add_argument('--expect-digest', help='The digest printed by seal at '
                    'the sending site.')
+    p.add_argument('--skip-space-check', action='store_true',
+                   help='Import even when a pool seems too small for the '
+                   'shipment.')
     p.add_argument('--pool-map', action='append', default=[],
                    metavar='SRC=DST', help='Import images of pool SRC into '
                    'pool DST.')
@@ -106,7 +111,9 @@ def _cluster(args):
     return Cluster(args.ceph_conf or c.conf_file,
                    args.keyring or c.keyring, client=c.client_name,
                    site=args.site or c.site_name,
-                   connect_timeout=c.connect_timeout)
+                   connect_timeout=c.connect_timeout,
+                   op_timeout=(args.op_timeout if args.op_timeout is not None
+                               else c.op_timeout))
 
 
 def _progress_for(args):
@@ -181,6 +188,8 @@ def do_show(args):
                    source=manifest.data['source'],
                    chunks=len(manifest.chunks),
                    record_bytes=manifest.payload_bytes(),
+                   stripe_data_bytes=sum(s[0] for s in manifest.stripes),
+                   shard_bytes_per_device=manifest.shards_end(),
                    images=[{'image': '%s/%s' % (i['pool'], i['name']),
                             'snapshots': [(s['name'], s['size'], s['digest'])
                                           for s in i['snapshots']]}
@@ -193,7 +202,8 @@ def do_import(args):
     with _cluster(args) as cluster:
         importer = importer_mod.Importer(
             cluster, _keys(), CONF.shipment.state_dir, pool_map,
-            progress=_progress_for(args))
+            progress=_progress_for(args),
+            check_space=not args.skip_space_check)
         images = importer.run(args.devices, args.expect_digest)
     _print(args, {'event': 'imported', 'images': images},
            'imported: %s' % ', '.join(images))
@@ -206,6 +216,8 @@ COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
 
 def main(argv=None):
     logging.register_options(CONF)
+    # stdout carries results (JSON with --progress json): logs go to stderr.
+    CONF.set_default('use_stderr', True)
     opts.register_opts(CONF)
     # Shipment options are command-line options too: --shipment-state_dir.
     CONF.register_cli_opts(opts.shipment_opts, group='shipment')

@@ -23,6 +23,12 @@ ceph_opts = [
     cfg.IntOpt('connect_timeout',
                default=15, min=1,
                help='Seconds to wait for the Ceph monitors when connecting.'),
+    cfg.IntOpt('op_timeout',
+               default=60, min=0,
+               help='Seconds after which a Ceph operation fails instead of '
+                    'waiting. librados waits forever on a full pool; with a '
+                    'timeout the error names the full pool. 0 waits '
+                    'forever.'),
     cfg.IntOpt('read_workers',
                default=4, min=1, max=64,
                help='Threads reading an image in parallel for exports and '

@@ -248,6 +248,7 @@ class Exporter(object):
     def _write_version(self, record, rec, devset, crypto, manifest, version,
                        snapshot, previous):
         journal = record.journal(version)
+        self._record = (record, rec)
         writer = writer_mod.ShipmentWriter(devset, crypto, manifest, journal,
                                            self.shard_size, self.workers)
         try:
@@ -276,19 +277,55 @@ class Exporter(object):
         start = writer.resume_offset(index, snap_index)
         try:
             with self.cluster.pool(img['pool']) as pool:
+                snap_id = self._snapshot_id(pool, img['name'], snapshot)
+                self._pin(writer.manifest.shipment_id, spec, snap_id)
                 with pool.open_image(img['name'], snapshot=snapshot) as image:
                     if previous is None:
-                        return self._export_full(writer, index, snap_index,
-                                                 image, start)
-                    self._export_delta(writer, index, snap_index, image,
-                                       previous, start)
-                    self.progress.start('digest %s' % spec, image.size())
-                    return image.digest('blake3')
+                        digest = self._export_full(writer, index, snap_index,
+                                                   image, start)
+                    else:
+                        self._export_delta(writer, index, snap_index, image,
+                                           previous, start)
+                        self.progress.start('digest %s' % spec, image.size())
+                        digest = image.digest('blake3')
+                # NOTE: librbd goes on reading from an open snapshot that
+                # was deleted meanwhile, without an error. Snapshot ids are
+                # never reused: the same id at the end proves the snapshot
+                # existed all along, so what we read is what it holds.
+                if self._snapshot_id(pool, img['name'], snapshot) != snap_id:
+                    raise exception.SnapshotNotFound(site=self.cluster.site,
+                                                     target=spec)
+                return digest
         except (exception.SnapshotNotFound, exception.ImageNotFound) as e:
             raise exception.ShipmentError(
                 shipment=writer.manifest.shipment_id,
                 reason='source %s is gone (%s); progress is saved, but the '
                 'export cannot go on without it' % (spec, e))
+
+    def _pin(self, shipment_id, spec, snap_id):
+        """Remember which snapshot (by id) a spec named when work began.
+
+        A resumed export must read the same snapshot, not one deleted and
+        made again under the same name in between.
+        """
+        record, rec = self._record
+        pins = rec.setdefault('snapshot_ids', {})
+        if spec not in pins:
+            pins[spec] = snap_id
+            record.save(rec)
+        elif pins[spec] != snap_id:
+            raise exception.ShipmentError(
+                shipment=shipment_id, reason='source %s was deleted and made '
+                'again since this export began; its content is not what the '
+                'devices hold: start a new shipment' % spec)
+
+    @staticmethod
+    def _snapshot_id(pool, name, snapshot):
+        with pool.open_image(name) as image:
+            for snap in image.list_snapshots():
+                if snap.namespace == 'user' and snap.name == snapshot:
+                    return snap.id
+        return None
 
     def _export_full(self, writer, index, snap_index, image, start):
         size = image.size()

@@ -5,12 +5,15 @@ snapshot by snapshot; every snapshot's whole digest is read back from Ceph and
 checked against the manifest before the next one starts, and only when all of
 them match is the staging image renamed to its real name. An interrupted
 import therefore never looks finished, and running it again continues: a
-snapshot half-applied is rolled back to the one before it, and the base
-continues from its journaled offset (writes of the same data are idempotent).
+snapshot half-applied is rolled back to the one before it, and every
+snapshot's runs are applied again from its journaled offset: the runs of one
+snapshot define every byte of their ranges, so applying them twice gives the
+same image.
 """
 
 import collections
 import concurrent.futures
+import fcntl
 import os
 
 from oslo_log import log as logging
@@ -50,13 +53,14 @@ def open_shipment(devices, key_store, expect_digest=None):
 class Importer(object):
 
     def __init__(self, cluster, key_store, state_dir, pool_map=None,
-                 workers=4, progress=None):
+                 workers=4, progress=None, check_space=True):
         self.cluster = cluster
         self.key_store = key_store
         self.state_dir = state_dir
         self.pool_map = pool_map or {}
         self.workers = workers
         self.progress = progress or export_mod._NullProgress()
+        self.check_space = check_space
 
     def run(self, devices, expect_digest=None, require_sealed=True):
         devset, crypto, manifest = open_shipment(devices, self.key_store,
@@ -67,21 +71,75 @@ class Importer(object):
                 'sealed: seal it at the sending site before importing')
         self.shipment_id = manifest.shipment_id
         self.reader = reader_mod.ChunkReader(devset, crypto, manifest)
-        self.journal = journal_mod.Journal(os.path.join(
-            self.state_dir, manifest.shipment_id, 'import.journal'))
+        state = os.path.join(self.state_dir, manifest.shipment_id)
+        os.makedirs(state, exist_ok=True)
+        # One import of a shipment at a time on this terminal: then a lock
+        # left on a staging image can only be a dead import's.
+        self._lock = open(os.path.join(state, 'import.lock'), 'w')
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise exception.ShipmentError(
+                shipment=manifest.shipment_id,
+                reason='another import of this shipment is running')
+        self.journal = journal_mod.Journal(os.path.join(state,
+                                                        'import.journal'))
         self.state = collections.defaultdict(dict)
         for entry in self.journal.entries():
             self.state[entry['image']].update(entry)
         try:
+            if self.check_space:
+                self._check_space(manifest)
             results = [self._import_image(i, img)
                        for i, img in enumerate(manifest.images)]
         finally:
             self.journal.close()
             devset.close()
+            self._lock.close()
         return results
+
+    def _check_space(self, manifest):
+        """Refuse before writing when a pool cannot hold what comes."""
+        needed = collections.Counter()
+        for index, img in enumerate(manifest.images):
+            if not self.state[index].get('renamed'):
+                pool = self.pool_map.get(img['pool'], img['pool'])
+                needed[pool] += sum(run[2] for snap in img['snapshots']
+                                    for run in snap['runs']
+                                    if run[0] == manifest_mod.DATA)
+        for pool, need in sorted(needed.items()):
+            space = self.cluster.pool_space(pool)
+            if need > space['left']:
+                raise exception.CephNoSpace(
+                    site=self.cluster.site, operation='import',
+                    target='pool %s' % pool,
+                    reason='the shipment writes up to %d MiB, the pool has '
+                    '%d MiB left%s' % (need >> 20, space['left'] >> 20,
+                                       ' (quota %d MiB)' % (space['quota'] >> 20)
+                                       if space['quota'] else ''))
 
     def _import_image(self, index, img):
         pool_name = self.pool_map.get(img['pool'], img['pool'])
+        try:
+            return self._import_into(index, img, pool_name)
+        except exception.CephError as e:
+            if isinstance(e, exception.CephNoSpace):
+                raise
+            # A write that timed out on a full pool says only "timeout".
+            try:
+                full = self.cluster.pool_space(pool_name)['full']
+            except exception.CephError:
+                full = False
+            if full:
+                raise exception.CephNoSpace(
+                    site=self.cluster.site, operation='import',
+                    target='pool %s' % pool_name,
+                    reason='the pool became full during the import (quota '
+                    'or cluster full); progress is saved: make room, then '
+                    'run the same import again', cause=e) from e
+            raise
+
+    def _import_into(self, index, img, pool_name):
         final = img['name']
         staging = '%s.importing-%s' % (final, self.shipment_id)
         state = self.state[index]
@@ -93,12 +151,18 @@ class Importer(object):
                 raise exception.DestinationExists(
                     shipment=self.shipment_id, target=target,
                     site=self.cluster.site)
-            if not pool.image_exists(staging):
+            resumed = pool.image_exists(staging)
+            if not resumed:
                 first = img['snapshots'][0]
                 pool.create_image(staging, first['size'],
                                   features=img['features'],
                                   object_size=img['object_size'])
             with pool.open_image(staging) as image:
+                if resumed:
+                    broken = image.break_locks()
+                    if broken:
+                        LOG.info('%s: broke the lock of a dead import on %s',
+                                 self.shipment_id, staging)
                 for snap_index, snap in enumerate(img['snapshots']):
                     self._import_snapshot(index, img, snap_index, snap, image,
                                           pool, staging)
@@ -119,11 +183,6 @@ class Importer(object):
                 self._verify(index, img, snap_index, snap, pool, staging)
             return
         start = self.state[index].get('cursor_%d' % snap_index, 0)
-        if snap_index > 0:
-            # Whatever a crash left of this delta is undone first.
-            image.rollback_to_snapshot(img['snapshots'][snap_index - 1]
-                                       ['name'])
-            start = 0
         if image.size() != snap['size']:
             image.resize(snap['size'])
         self._apply(index, img, snap_index, snap, image, start)
@@ -163,7 +222,7 @@ class Importer(object):
                         batch_offset = offset
                     batch.append(data)
                 self.progress.advance(length)
-                if offset >= next_cursor and snap_index == 0:
+                if offset >= next_cursor:
                     if batch:
                         submit(pool, batch_offset, batch)
                         batch_offset, batch = None, []

@@ -39,7 +39,7 @@ class Cluster(object):
     """
 
     def __init__(self, conffile, keyring=None, client='admin', site=None,
-                 connect_timeout=15, options=None):
+                 connect_timeout=15, options=None, op_timeout=None):
         self.conffile = conffile
         self.keyring = keyring
         self.client = client
@@ -48,6 +48,11 @@ class Cluster(object):
             os.path.dirname(os.path.abspath(conffile))) or conffile
         self.connect_timeout = connect_timeout
         self.options = dict(options or {})
+        if op_timeout:
+            # NOTE: librados pauses writes to a full pool until space
+            # appears; a timeout turns that into an error we can explain.
+            self.options.setdefault('rados_osd_op_timeout', str(op_timeout))
+            self.options.setdefault('rados_mon_op_timeout', str(op_timeout))
         self._rados = None
 
     def __enter__(self):
@@ -95,6 +100,24 @@ class Cluster(object):
                                       target='(cluster)',
                                       reason='%s (errno %d)' % (status, -ret))
         return json.loads(out) if out else None
+
+    def pool_space(self, pool):
+        """Space of a pool: stored bytes, bytes left, quota, full flag.
+
+        ``left`` is the smaller of what the quota and the cluster allow.
+        """
+        stats = next((p['stats'] for p in self.mon_command(
+            'df', detail='detail')['pools'] if p['name'] == pool), None)
+        if stats is None:
+            raise exception.PoolNotFound(site=self.site, pool=pool)
+        flags = next(p.get('flags_names', '') for p in self.mon_command(
+            'osd dump')['pools'] if p['pool_name'] == pool)
+        quota = stats.get('quota_bytes') or 0
+        left = stats['max_avail']
+        if quota:
+            left = min(left, max(quota - stats['stored'], 0))
+        return {'stored': stats['stored'], 'left': left, 'quota': quota,
+                'full': 'full' in flags.split(',')}
 
     def list_pools(self):
         with errors.translate(self.site, 'list pools'):

@@ -113,6 +113,18 @@ class Image(object):
         with self._translate('resize'):
             self._image.resize(size)
 
+    def break_locks(self):
+        """Break the exclusive lock of a client that died holding it.
+
+        Only for images that no live client of ours may use: the broken
+        owner is blocklisted by Ceph. Returns the owners broken.
+        """
+        with self._translate('break lock'):
+            owners = list(self._image.lock_get_owners())
+            for owner in owners:
+                self._image.lock_break(owner['mode'], owner['owner'])
+        return [o['owner'] for o in owners]
+
     # --- snapshots ----------------------------------------------------------
 
     def create_snapshot(self, name):

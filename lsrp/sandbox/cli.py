@@ -80,6 +80,8 @@ def add_command_parsers(subparsers):
 
 def main(argv=None):
     logging.register_options(CONF)
+    # stdout carries results (JSON with --progress json): logs go to stderr.
+    CONF.set_default('use_stderr', True)
     CONF.register_cli_opt(cfg.SubCommandOpt(
         'command', title='Commands', handler=add_command_parsers,
         help='What to do with the sandbox.'))

@@ -1,0 +1,56 @@
+import os
+
+import testtools
+
+from lsrp.device import crypto
+
+
+class TestShipmentCrypto(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.key = os.urandom(32)
+        self.c = crypto.ShipmentCrypto(self.key, 'ship-1')
+
+    def test_chunk_round_trip_random_and_compressible(self):
+        for data in (os.urandom(65536), b'abc' * 20000):
+            d = self.c.digest(data)
+            record = self.c.seal_chunk(d, data)
+            self.assertEqual(data, self.c.open_chunk(d, record))
+        self.assertLess(len(self.c.seal_chunk(d, data)), 1000)
+
+    def test_flipped_bit_is_refused(self):
+        data = os.urandom(4096)
+        d = self.c.digest(data)
+        record = bytearray(self.c.seal_chunk(d, data))
+        record[len(record) // 2] ^= 1
+        self.assertIsNone(self.c.open_chunk(d, bytes(record)))
+
+    def test_record_under_another_digest_is_refused(self):
+        a, b = os.urandom(100), os.urandom(100)
+        record = self.c.seal_chunk(self.c.digest(a), a)
+        self.assertIsNone(self.c.open_chunk(self.c.digest(b), record))
+
+    def test_other_key_or_shipment_cannot_open(self):
+        data = os.urandom(100)
+        d = self.c.digest(data)
+        record = self.c.seal_chunk(d, data)
+        other_key = crypto.ShipmentCrypto(os.urandom(32), 'ship-1')
+        other_ship = crypto.ShipmentCrypto(self.key, 'ship-2')
+        self.assertIsNone(other_key.open_chunk(d, record))
+        self.assertIsNone(other_ship.open_chunk(d, record))
+        # Digests are keyed: without the key they say nothing of content.
+        self.assertNotEqual(d, other_key.digest(data))
+        self.assertNotEqual(self.c.key_check, other_key.key_check)
+
+    def test_record_does_not_contain_plaintext(self):
+        data = b'secret-customer-data!' * 1000
+        record = self.c.seal_chunk(self.c.digest(data), data)
+        self.assertNotIn(b'secret-customer-data', record)
+
+    def test_manifest_round_trip_and_tamper(self):
+        sealed = self.c.seal_manifest(b'{"a": 1}')
+        self.assertEqual(b'{"a": 1}', self.c.open_manifest(sealed))
+        bad = bytearray(sealed)
+        bad[-1] ^= 0x80
+        self.assertIsNone(self.c.open_manifest(bytes(bad)))
