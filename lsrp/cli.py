@@ -11,6 +11,7 @@ Exit codes: 0 success, 3 verification failed (damaged or altered data, wrong
 digest), 2 usage or any other error.
 """
 
+import ctypes
 import json
 import sys
 
@@ -31,6 +32,20 @@ CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_VERIFY = 0, 2, 3
+M_ARENA_MAX = -8
+
+
+def limit_malloc_arenas(arenas=2):
+    """Keep glibc from giving each thread an arena of its own.
+
+    NOTE: our threads pass multi-MiB buffers around; with one arena per
+    thread glibc kept ~75 MB more of freed buffers in an import (measured
+    with /usr/bin/time -v). Must run before threads start.
+    """
+    try:
+        ctypes.CDLL('libc.so.6').mallopt(M_ARENA_MAX, arenas)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune
 
 
 def _ceph_args(parser):
@@ -112,6 +127,9 @@ def _cluster(args):
                    args.keyring or c.keyring, client=c.client_name,
                    site=args.site or c.site_name,
                    connect_timeout=c.connect_timeout,
+                   # We write and read in large pieces and flush ourselves:
+                   # librbd's cache would only add memory and copies.
+                   options={'rbd_cache': 'false'},
                    op_timeout=(args.op_timeout if args.op_timeout is not None
                                else c.op_timeout))
 
@@ -138,7 +156,8 @@ def do_export(args):
     with _cluster(args) as cluster:
         exporter = export_mod.Exporter(
             cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level,
-            s.workers, CONF.ceph.read_workers, _progress_for(args))
+            s.workers, CONF.ceph.read_workers, _progress_for(args),
+            s.checkpoint_mib << 20)
         shipment_id = exporter.export(
             args.images, args.snapshot, args.devices, args.shipment_id,
             args.parity, args.chunk_size or s.chunk_size,
@@ -152,7 +171,8 @@ def do_consolidate(args):
     with _cluster(args) as cluster:
         exporter = export_mod.Exporter(
             cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level,
-            s.workers, CONF.ceph.read_workers, _progress_for(args))
+            s.workers, CONF.ceph.read_workers, _progress_for(args),
+            s.checkpoint_mib << 20)
         version = exporter.consolidate(args.shipment_id, args.snapshot,
                                        args.create_snapshot)
     _print(args, {'event': 'consolidated', 'shipment_id': args.shipment_id,
@@ -215,6 +235,7 @@ COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
 
 
 def main(argv=None):
+    limit_malloc_arenas()
     logging.register_options(CONF)
     # stdout carries results (JSON with --progress json): logs go to stderr.
     CONF.set_default('use_stderr', True)

@@ -57,6 +57,12 @@ shipment_opts = [
                default=4 << 20, min=64 << 10, max=256 << 20,
                help='Bytes of each device\'s shard of a stripe; a stripe '
                     'holds data_shards times this.'),
+    cfg.IntOpt('checkpoint_mib',
+               default=256, min=1,
+               help='MiB of export written between checkpoints: the devices '
+                    'are fsync\'d and the progress journaled. A crash redoes '
+                    'at most this much (or 5 s of work); smaller values fsync '
+                    'more often.'),
     cfg.IntOpt('zstd_level',
                default=3, min=1, max=19,
                help='zstd compression level of chunks.'),

@@ -17,6 +17,10 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 import zstandard
 
 NONCE = 12
+# Chunks whose first bytes do not compress are stored as they are: zstd on
+# random data costs as much as the cipher and saves nothing.
+PROBE = 4096
+PROBE_RATIO = 0.97
 # A chunk record: flags (bit 0: zstd), plaintext length, nonce, then the
 # AES-GCM ciphertext with its 16-byte tag.
 RECORD_HEADER = struct.Struct('>BI12s')
@@ -48,10 +52,12 @@ class ShipmentCrypto(object):
     def seal_chunk(self, digest, data):
         """Compress (when it helps) and encrypt a chunk into a record."""
         flags, body = 0, data
-        packed = zstandard.ZstdCompressor(level=self._zstd_level).compress(
-            data)
-        if len(packed) < len(data):
-            flags, body = FLAG_ZSTD, packed
+        compressor = zstandard.ZstdCompressor(level=self._zstd_level)
+        if (len(data) <= PROBE or len(compressor.compress(data[:PROBE]))
+                < PROBE * PROBE_RATIO):
+            packed = compressor.compress(data)
+            if len(packed) < len(data):
+                flags, body = FLAG_ZSTD, packed
         nonce = os.urandom(NONCE)
         # The digest is authenticated data: a record moved to another
         # chunk's place fails to open.

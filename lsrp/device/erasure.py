@@ -23,8 +23,11 @@ class StripeCoder(object):
     def encode(self, data):
         """Cut ``data`` into k data shards and add m parity shards."""
         length = self.shard_length(len(data))
-        padded = bytes(data) + bytes(length * self.k - len(data))
-        shards = [padded[i * length:(i + 1) * length] for i in range(self.k)]
+        view = memoryview(data)
+        shards = [view[i * length:(i + 1) * length] for i in range(self.k)]
+        # Only the tail of a stripe is short: pad just the shards there.
+        shards = [s if len(s) == length else bytes(s) + bytes(length - len(s))
+                  for s in shards]
         if not self.m:
             return shards
         return self._encoder.encode(shards, list(range(self.n)))

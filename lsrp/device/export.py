@@ -74,7 +74,8 @@ class Exporter(object):
     """Writes and refreshes the devices of one shipment from a site."""
 
     def __init__(self, cluster, key_store, state_dir, shard_size=4 << 20,
-                 zstd_level=3, workers=2, read_workers=4, progress=None):
+                 zstd_level=3, workers=2, read_workers=4, progress=None,
+                 checkpoint_bytes=256 << 20):
         self.cluster = cluster
         self.key_store = key_store
         self.state_dir = state_dir
@@ -83,6 +84,7 @@ class Exporter(object):
         self.workers = workers
         self.read_workers = read_workers
         self.progress = progress or _NullProgress()
+        self.checkpoint_bytes = checkpoint_bytes
 
     # --- export -----------------------------------------------------------
 
@@ -250,7 +252,8 @@ class Exporter(object):
         journal = record.journal(version)
         self._record = (record, rec)
         writer = writer_mod.ShipmentWriter(devset, crypto, manifest, journal,
-                                           self.shard_size, self.workers)
+                                           self.shard_size, self.workers,
+                                           self.checkpoint_bytes)
         try:
             for index, img in enumerate(manifest.images):
                 snap_index = len(img['snapshots']) - 1

@@ -50,6 +50,26 @@ def open_shipment(devices, key_store, expect_digest=None):
     return devset, crypto, manifest
 
 
+def _groups(runs):
+    """Split runs into groups that are written at once.
+
+    A group is adjacent runs of one kind; data groups hold at most
+    WRITE_BATCH bytes.
+    """
+    group, size = [], 0
+    for run in runs:
+        if group and (run[0] != group[-1][0]
+                      or run[1] != group[-1][1] + group[-1][2]
+                      or (run[0] == manifest_mod.DATA
+                          and size + run[2] > WRITE_BATCH)):
+            yield group
+            group, size = [], 0
+        group.append(run)
+        size += run[2]
+    if group:
+        yield group
+
+
 class Importer(object):
 
     def __init__(self, cluster, key_store, state_dir, pool_map=None,
@@ -93,6 +113,7 @@ class Importer(object):
             results = [self._import_image(i, img)
                        for i, img in enumerate(manifest.images)]
         finally:
+            self.reader.close()
             self.journal.close()
             devset.close()
             self._lock.close()
@@ -191,50 +212,38 @@ class Importer(object):
         self._verify(index, img, snap_index, snap, pool, staging)
 
     def _apply(self, index, img, snap_index, snap, image, start):
+        """Write the runs of one snapshot from ``start`` on."""
         spec = '%s/%s@%s' % (img['pool'], img['name'], snap['name'])
         self.progress.start('import %s' % spec, snap['size'])
+        runs = [r for r in snap['runs'] if r[1] >= start]
         pending = collections.deque()
-        batch_offset, batch = None, []
         next_cursor = start + CURSOR_EVERY
 
-        def submit(pool, offset, parts):
-            pending.append(pool.submit(image.write, offset, b''.join(parts)))
-            while len(pending) > 2 * self.workers:
+        def wait(limit):
+            while len(pending) > limit:
                 pending.popleft().result()
 
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
-            for run in snap['runs']:
-                offset, length = run[1], run[2]
-                if offset < start:
-                    continue
-                if batch and (offset != batch_offset + sum(map(len, batch))
-                              or sum(map(len, batch)) >= WRITE_BATCH
-                              or run[0] == manifest_mod.ZERO):
-                    submit(pool, batch_offset, batch)
-                    batch_offset, batch = None, []
-                if run[0] == manifest_mod.ZERO:
+            for group in _groups(runs):
+                if group[0][0] == manifest_mod.ZERO:
                     # A new image reads as zeros: only deltas write them.
                     if snap_index > 0:
-                        pending.append(pool.submit(image.zero, offset, length))
+                        pending.extend(pool.submit(image.zero, r[1], r[2])
+                                       for r in group)
                 else:
-                    data = self.reader.read(run[3], spec, offset)
-                    if batch_offset is None:
-                        batch_offset = offset
-                    batch.append(data)
-                self.progress.advance(length)
+                    data = self.reader.read_many(
+                        [(r[3], spec, r[1]) for r in group])
+                    pending.append(pool.submit(image.write, group[0][1],
+                                               b''.join(data)))
+                wait(self.workers)
+                self.progress.advance(sum(r[2] for r in group))
+                offset = group[-1][1] + group[-1][2]
                 if offset >= next_cursor:
-                    if batch:
-                        submit(pool, batch_offset, batch)
-                        batch_offset, batch = None, []
-                    while pending:
-                        pending.popleft().result()
+                    wait(0)
                     image.flush()
                     self._record(index, **{'cursor_%d' % snap_index: offset})
                     next_cursor = offset + CURSOR_EVERY
-            if batch:
-                submit(pool, batch_offset, batch)
-            while pending:
-                pending.popleft().result()
+            wait(0)
         self.progress.finish()
 
     def _verify(self, index, img, snap_index, snap, pool, staging):

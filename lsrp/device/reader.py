@@ -7,6 +7,7 @@ until the chunk checks out.
 """
 
 import collections
+import concurrent.futures
 import itertools
 
 from lsrp.device import erasure
@@ -15,7 +16,8 @@ from lsrp import exception
 
 class ChunkReader(object):
 
-    def __init__(self, devset, crypto, manifest, cache_stripes=4):
+    def __init__(self, devset, crypto, manifest, cache_stripes=2,
+                 workers=2):
         self.devset = devset
         self.crypto = crypto
         self.manifest = manifest
@@ -23,6 +25,31 @@ class ChunkReader(object):
         self._cache = collections.OrderedDict()
         self._cache_size = cache_stripes
         self.repaired = 0
+        self._pool = concurrent.futures.ThreadPoolExecutor(workers)
+
+    def read_many(self, wanted):
+        """Plaintexts of ``[(digest, image, offset)]``, in order.
+
+        Records are fetched in order (files and cache are not shared between
+        threads); decrypting and checking them runs on the worker threads.
+        """
+        records = [self._record(digest) for digest, _, _ in wanted]
+        opened = self._pool.map(
+            lambda dr: dr[1] is not None and self.crypto.open_chunk(*dr),
+            zip((w[0] for w in wanted), records))
+        return [plain if plain else self.read(*w)
+                for w, plain in zip(wanted, opened)]
+
+    def _record(self, digest):
+        location = self.manifest.chunks.get(digest)
+        if location is None:
+            return None
+        stripe, start, length = location
+        data = self._stripe(stripe)
+        return None if data is None else data[start:start + length]
+
+    def close(self):
+        self._pool.shutdown()
 
     def _shards(self, stripe):
         data_length, shard_length, offset = self.manifest.stripes[stripe]

@@ -8,40 +8,59 @@ names, so work is neither lost nor stored twice.
 """
 
 import concurrent.futures
+import time
 
 from lsrp.device import erasure
 from lsrp.device import manifest as manifest_mod
+
+# Progress is made durable (fsync of the shard files, then a journal line)
+# after checkpoint_bytes or SYNC_SECONDS, whichever comes first: a crash
+# redoes at most this much, and fsync does not run for every stripe.
+SYNC_SECONDS = 5.0
+# Stripes handed to the stripe thread and not yet written: bounds memory
+# when the devices are slower than the source.
+MAX_QUEUED_STRIPES = 2
 
 
 _ZEROS = bytes(1 << 20)
 
 
 def _is_zero(chunk):
-    # bytes comparison is a memcmp that stops at the first difference.
+    # NOTE: startswith is a memcmp that stops at the first difference and
+    # takes a memoryview; memoryview == bytes compares byte by byte in Python.
     if len(chunk) <= len(_ZEROS):
-        return chunk == _ZEROS[:len(chunk)]
+        return _ZEROS.startswith(chunk)
     return not any(chunk)
 
 
 class ShipmentWriter(object):
 
     def __init__(self, devset, crypto, manifest, journal, shard_size,
-                 workers=2):
+                 workers=2, checkpoint_bytes=256 << 20):
         self.devset = devset
         self.crypto = crypto
         self.manifest = manifest
         self.journal = journal
         self.coder = erasure.StripeCoder(devset.k, devset.m)
         self.stripe_bytes = shard_size * devset.k
-        self._buffer = bytearray()
+        self._buffer, self._buffered = [], 0  # sealed records of a stripe
         self._buffer_chunks = {}   # digest -> [offset in buffer, length]
+        self._committed = {}       # written, not yet journaled
         self._pending_runs = []    # [image, snapshot, run] since last journal
         self._piece_runs = []      # runs of the piece being processed
         self._pending_done = []
         self._cursor = None
         self._positions = {}       # (image, snapshot) -> resume offset
         self._done = set()
+        self._workers = workers
+        self.checkpoint_bytes = checkpoint_bytes
         self._pool = concurrent.futures.ThreadPoolExecutor(workers)
+        # Stripes are encoded and written by one thread of their own, in
+        # order, while the next stripe's chunks are sealed.
+        self._stripe_writer = concurrent.futures.ThreadPoolExecutor(1)
+        self._writes = []
+        self._unsynced = {'stripes': [], 'chunks': {}}
+        self._last_sync = time.monotonic()
         self.new_bytes = 0         # record bytes written by this run
         self._replay()
 
@@ -55,8 +74,7 @@ class ShipmentWriter(object):
         self.devset.truncate(self.manifest.shards_end())
 
     def _apply(self, entry):
-        if entry.get('stripe'):
-            self.manifest.stripes.append(entry['stripe'])
+        self.manifest.stripes.extend(entry.get('stripes', []))
         self.manifest.chunks.update(entry.get('chunks', {}))
         for image, snap, run in entry.get('runs', []):
             self._snapshot(image, snap)['runs'].append(run)
@@ -90,14 +108,17 @@ class ShipmentWriter(object):
         """
         size = self.manifest.chunk_size
         cuts = []
+        view = memoryview(data)  # slices without copies
         pos, end = offset, offset + len(data)
         while pos < end:
             stop = min(end, (pos // size + 1) * size)
-            cuts.append((pos, data[pos - offset:stop - offset]))
+            cuts.append((pos, view[pos - offset:stop - offset]))
             pos = stop
-        digests = list(self._pool.map(
+        # NOTE: one task per worker, not per chunk: a future per 64 KiB
+        # chunk cost more Python time than hashing it.
+        digests = self._batched(
             lambda c: None if _is_zero(c[1]) else self.crypto.digest(c[1]),
-            cuts))
+            cuts)
         fresh = {}
         for (pos, chunk), digest in zip(cuts, digests):
             if digest is None:
@@ -106,16 +127,35 @@ class ShipmentWriter(object):
             self._piece_runs.append([manifest_mod.DATA, pos, len(chunk),
                                      digest])
             if (digest not in self.manifest.chunks
+                    and digest not in self._committed
                     and digest not in self._buffer_chunks
                     and digest not in fresh):
                 fresh[digest] = chunk
-        records = self._pool.map(lambda kv: self.crypto.seal_chunk(*kv),
-                                 fresh.items())
+        records = self._batched(lambda kv: self.crypto.seal_chunk(*kv),
+                                list(fresh.items()))
         for digest, record in zip(fresh, records):
-            self._buffer_chunks[digest] = [len(self._buffer), len(record)]
-            self._buffer += record
-            if len(self._buffer) >= self.stripe_bytes:
-                self.flush()
+            self._buffer_chunks[digest] = [self._buffered, len(record)]
+            # NOTE: records are joined once per stripe; appending to one
+            # growing bytearray copied it over and over under the GIL.
+            self._buffer.append(record)
+            self._buffered += len(record)
+            if self._buffered >= self.stripe_bytes:
+                self._write_stripe()
+                if (sum(s[0] for s in self._unsynced['stripes'])
+                        >= self.checkpoint_bytes
+                        or time.monotonic() - self._last_sync
+                        >= SYNC_SECONDS):
+                    self.flush()
+
+    def _batched(self, fn, items):
+        """``[fn(i) for i in items]``, split over the worker threads."""
+        if len(items) < 2 * self._workers:
+            return [fn(i) for i in items]
+        step = -(-len(items) // self._workers)
+        parts = self._pool.map(lambda part: [fn(i) for i in part],
+                               [items[i:i + step]
+                                for i in range(0, len(items), step)])
+        return [r for part in parts for r in part]
 
     def end_piece(self, image, snap, end):
         """Everything of (image, snap) before ``end`` has been added."""
@@ -130,29 +170,54 @@ class ShipmentWriter(object):
 
     # --- to the devices ---------------------------------------------------
 
+    def _write_stripe(self):
+        """Hand the buffered stripe to the stripe thread."""
+        stripe = len(self.manifest.stripes) + len(self._unsynced['stripes'])
+        data = b''.join(self._buffer)
+        k = self.devset.k
+        shard_length = self.coder.shard_length(len(data))
+        offset = (self.manifest.shards_end()
+                  + sum(s[1] for s in self._unsynced['stripes']))
+        self._unsynced['stripes'].append([len(data), shard_length, offset])
+        self._unsynced['chunks'].update(
+            {d: [stripe, off, length]
+             for d, (off, length) in self._buffer_chunks.items()})
+        # The chunks are committed for dedup from now on: a later reference
+        # is journaled only with or after the stripe that holds them.
+        self._committed.update(self._buffer_chunks)
+        while sum(not w.done() for w in self._writes) >= MAX_QUEUED_STRIPES:
+            concurrent.futures.wait(self._writes,
+                                    return_when=concurrent.futures.FIRST_COMPLETED)
+        self._writes.append(self._stripe_writer.submit(
+            self._encode_and_write, stripe, offset, data))
+        self.new_bytes += shard_length * (k + self.devset.m)
+        self._buffer, self._buffered = [], 0
+        self._buffer_chunks = {}
+
+    def _encode_and_write(self, stripe, offset, data):
+        self.devset.write_stripe(stripe, offset, self.coder.encode(data))
+
     def flush(self):
-        """Write the buffered stripe (if any), then journal the progress."""
-        entry = {}
+        """Write what is buffered, fsync it, then journal the progress."""
         if self._buffer:
-            stripe = len(self.manifest.stripes)
-            shards = self.coder.encode(self._buffer)
-            offset = self.manifest.shards_end()
-            self.devset.write_stripe(stripe, offset, shards)
-            self.devset.sync()
-            entry['stripe'] = [len(self._buffer), len(shards[0]), offset]
-            entry['chunks'] = {d: [stripe, off, length] for d, (off, length)
-                               in self._buffer_chunks.items()}
-            self.new_bytes += len(shards[0]) * len(shards)
-        entry['runs'] = self._pending_runs
-        entry['cursor'] = self._cursor
-        entry['done'] = self._pending_done
+            self._write_stripe()
+        for future in self._writes:
+            future.result()
+        self._writes = []
+        self.devset.sync()
+        entry = {'stripes': self._unsynced['stripes'],
+                 'chunks': self._unsynced['chunks'],
+                 'runs': self._pending_runs, 'cursor': self._cursor,
+                 'done': self._pending_done}
         self.journal.append(entry)
         self._apply(entry)
-        self._buffer = bytearray()
-        self._buffer_chunks = {}
+        self._unsynced = {'stripes': [], 'chunks': {}}
+        self._committed = {}
         self._pending_runs, self._pending_done = [], []
+        self._last_sync = time.monotonic()
 
     def close(self):
         self._pool.shutdown()
+        self._stripe_writer.shutdown()
         self.journal.close()
         self.devset.close()

@@ -177,7 +177,11 @@ class Pool(object):
                              old_format=False, features=feature_bits(features))
 
     def clone_image(self, parent, snapshot, name, features=DEFAULT_FEATURES):
-        """Clone ``parent@snapshot`` (protected or not, clone v2) as ``name``."""
+        """Clone ``parent@snapshot`` as ``name``.
+
+        The snapshot must be protected: the sandbox clusters allow pre-mimic
+        clients, so librbd makes v1 clones.
+        """
         with self._translate('clone', image=parent, snapshot=snapshot):
             self._rbd.clone(self.ioctx, parent, snapshot, self.ioctx, name,
                             features=feature_bits(features))

@@ -37,7 +37,7 @@ class ShipmentTestCase(base.FunctionalTestCase):
         cmd = [LSRP, '--shipment-state_dir',
                os.path.join(self.work, 'state-' + state),
                '--shipment-key_dir', keys or self.keys, '--shipment-shard_size',
-               str(MiB)] + list(args)
+               str(MiB), '--shipment-checkpoint_mib', '4'] + list(args)
         if ceph:
             s = self.sandbox.site(site)
             cmd += ['--ceph-conf', s.conf, '--keyring', s.keyring,

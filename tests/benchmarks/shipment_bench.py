@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Benchmark of shipments against the rbd CLI, on the sandbox, same data.
+
+    python tests/benchmarks/shipment_bench.py [--size-gib 4] [--sparse-gib 100]
+        [--flock-gib 2] [--flock-clones 8] [--template-fill 0.5]
+
+Prints, for the same image in the same run:
+  * export to 3 devices (compression, encryption, parity) vs
+    ``rbd export <image>@<snap> <file>``: wall-time ratio (target <= 1.0);
+  * import vs ``rbd import <file>``: ratio (target <= 1.0);
+  * peak RSS of our export and import, for the image and a sparse one
+    (target <= 300 MB);
+  * a flock of clones of a template, each with distinct writes: bytes on the
+    devices vs the sum of the ``rbd export`` sizes (target <= 0.20);
+  * throughput of the hash, cipher, compressor and erasure code.
+Needs a running sandbox (``fedex-sandbox up``); uses pool vms on both sites.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import blake3
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+import zfec
+import zstandard
+
+from lsrp.rbd import Cluster
+from lsrp.sandbox import opts as sandbox_opts
+from lsrp.sandbox import sandbox as sandbox_mod
+
+MiB, GiB = 1 << 20, 1 << 30
+BIN = os.path.dirname(sys.executable)
+
+
+def run(cmd, stdout=None):
+    """Run a command; return (seconds, peak RSS in MB of it).
+
+    NOTE: the peak RSS comes from GNU time, a small parent: Linux starts a
+    child's ru_maxrss at its parent's RSS, so wait4() here would report this
+    (large) benchmark process instead.
+    """
+    with tempfile.NamedTemporaryFile('r') as rss:
+        begin = time.monotonic()
+        proc = subprocess.run(['/usr/bin/time', '-f', '%M', '-o', rss.name]
+                              + cmd, stdout=stdout or subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+        took = time.monotonic() - begin
+        if proc.returncode != 0:
+            sys.exit('failed: %s\n%s' % (' '.join(cmd),
+                                         proc.stderr.decode()))
+        return took, int(rss.read().split()[-1]) / 1024.0
+
+
+def phases(path):
+    """Seconds per task from ``lsrp --progress json`` output."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            event = json.loads(line)
+            if event.get('event') == 'done':
+                kind = event['task'].split()[0]
+                out[kind] = out.get(kind, 0) + event['elapsed']
+    return out
+
+
+class Bench(object):
+
+    def __init__(self, args):
+        self.args = args
+        sb = sandbox_mod.Sandbox(os.environ.get(
+            sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR))
+        self.a, self.b = sb.site('site-a'), sb.site('site-b')
+        self.work = tempfile.mkdtemp(prefix='fedex-bench-',
+                                     dir=args.work_dir)
+        self.tag = 'bench-%d' % os.getpid()
+        self.made = []
+
+    def cluster(self, site):
+        return Cluster(site.conf, site.keyring, site=site.name)
+
+    def lsrp(self, *args, site=None):
+        cmd = [os.path.join(BIN, 'lsrp'),
+               '--shipment-state_dir', os.path.join(self.work, 'state'),
+               '--shipment-key_dir', os.path.join(self.work, 'keys')]
+        cmd += list(args)
+        if site is not None:
+            cmd += ['--ceph-conf', site.conf, '--keyring', site.keyring,
+                    '--site', site.name]
+        return cmd
+
+    def rbd(self, site, *args):
+        return ['rbd', '-c', site.conf, '--keyring', site.keyring,
+                '--no-progress'] + list(args)
+
+    def make_image(self, name, size, fill):
+        """Half random 4 MiB pieces (by fill), the rest never written."""
+        with self.cluster(self.a) as c, c.pool('vms') as pool:
+            pool.create_image(name, size)
+            self.made.append(('a', name))
+            rng = random.Random(name)
+            with pool.open_image(name) as img:
+                for offset in range(0, size, 4 * MiB):
+                    if rng.random() < fill:
+                        img.write(offset, os.urandom(4 * MiB))
+                img.create_snapshot('base')
+
+    def devices(self, name):
+        return [a for i in range(3)
+                for a in ('--device', os.path.join(self.work, name, 'd%d' % i))]
+
+    def du(self, path):
+        total = 0
+        for root, _, files in os.walk(path):
+            for f in files:
+                total += os.stat(os.path.join(root, f)).st_blocks * 512
+        return total
+
+    # --- the measurements ---------------------------------------------------
+
+    def export_import(self, label, size, fill):
+        name = '%s-%s' % (self.tag, label)
+        self.make_image(name, size, fill)
+        ref_file = os.path.join(self.work, name + '.raw')
+        t_ref_exp, _ = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
+                                    ref_file))
+        # Our export returns with its data on stable storage (devices are
+        # unplugged next); rbd export leaves it in the page cache.
+        t_sync, _ = run(['sync', '-f', ref_file])
+        ship = name
+        t_exp, rss_exp = run(self.lsrp(
+            'export', 'vms/%s' % name, '--snapshot', 'base',
+            '--shipment-id', ship, *self.devices(name), site=self.a))
+        seal = subprocess.run(self.lsrp('seal', '--shipment-id', ship),
+                              capture_output=True, text=True, check=True)
+        digest = seal.stdout.split()[-1]
+        t_ref_imp, _ = run(self.rbd(self.b, 'import', ref_file,
+                                    'vms/%s-ref' % name))
+        self.made.append(('b', name + '-ref'))
+        os.unlink(ref_file)
+        log = os.path.join(self.work, 'import.jsonl')
+        with open(log, 'w') as out:
+            t_imp, rss_imp = run(self.lsrp(
+                'import', *self.devices(name), '--expect-digest', digest,
+                '--progress', 'json', site=self.b), stdout=out)
+        split = phases(log)
+        self.made.append(('b', name))
+        on_devices = self.du(os.path.join(self.work, name))
+        shutil.rmtree(os.path.join(self.work, name))
+        print('%-10s export %6.1f s vs rbd export %6.1f s: ratio %.2f '
+              '(target <= 1.0); vs rbd export + sync %6.1f s: ratio %.2f; '
+              'peak RSS %.0f MB (target <= 300)' % (
+                  label, t_exp, t_ref_exp, t_exp / t_ref_exp,
+                  t_ref_exp + t_sync, t_exp / (t_ref_exp + t_sync), rss_exp))
+        print('%-10s import %6.1f s vs rbd import %6.1f s: ratio %.2f '
+              '(target <= 1.0); peak RSS %.0f MB (target <= 300); of '
+              'which writing %.1f s, verifying by reading back %.1f s' % (
+                  label, t_imp, t_ref_imp, t_imp / t_ref_imp, rss_imp,
+                  split.get('import', 0), split.get('verify', 0)))
+        print('%-10s %.0f MiB of data, %.0f MiB on 3 devices with parity' % (
+            label, size * fill / MiB, on_devices / MiB))
+        sys.stdout.flush()
+
+    def flock(self):
+        args = self.args
+        size = int(args.flock_gib * GiB)
+        template = '%s-template' % self.tag
+        self.make_image(template, size, args.template_fill)
+        clones = []
+        with self.cluster(self.a) as c, c.pool('vms') as pool:
+            with pool.open_image(template) as img:
+                img.protect_snapshot('base')
+            for i in range(args.flock_clones):
+                clone = '%s-clone%d' % (self.tag, i)
+                pool.clone_image(template, 'base', clone)
+                self.made.insert(0, ('a', clone))
+                clones.append(clone)
+                rng = random.Random(clone)
+                with pool.open_image(clone) as img:
+                    # 5% distinct writes, in 1 MiB runs like files.
+                    for _ in range(int(size * 0.05) // MiB):
+                        img.write(rng.randrange(0, size // MiB) * MiB,
+                                  os.urandom(MiB))
+                    img.create_snapshot('base')
+        exports = 0
+        for clone in clones:
+            path = os.path.join(self.work, 'ref.raw')
+            run(self.rbd(self.a, 'export', 'vms/%s@base' % clone, path))
+            exports += os.path.getsize(path)
+            os.unlink(path)
+        run(self.lsrp('export', *['vms/%s' % c for c in clones], '--snapshot',
+                      'base', '--shipment-id', self.tag + '-flock',
+                      *self.devices('flock'), site=self.a))
+        on_devices = self.du(os.path.join(self.work, 'flock'))
+        print('flock      %d clones of a %.1f GiB template (%.0f%% data), 5%% '
+              'distinct writes each: %.0f MiB on 3 devices vs %.0f MiB of '
+              'rbd export: ratio %.3f (target <= 0.20)' % (
+                  args.flock_clones, args.flock_gib,
+                  args.template_fill * 100, on_devices / MiB, exports / MiB,
+                  on_devices / exports))
+
+    def primitives(self):
+        data = os.urandom(64 << 20)
+        text = (b'the quick brown fox jumps over the lazy dog ' * 2000000)[
+            :64 << 20]
+
+        def rate(fn, payload, n=64):
+            begin = time.monotonic()
+            for off in range(0, len(payload), len(payload) // n):
+                fn(payload[off:off + len(payload) // n])
+            return len(payload) / (time.monotonic() - begin) / MiB
+
+        key = blake3.blake3(b'k').digest()
+        aes = AESGCM(os.urandom(32))
+        nonce = os.urandom(12)
+        zc = zstandard.ZstdCompressor(level=3)
+        enc = zfec.Encoder(2, 3)
+        print('primitives (MiB/s, one thread, 1 MiB calls): '
+              'blake3-keyed %.0f, sha256 %.0f, AES-256-GCM %.0f, '
+              'zstd-3 random %.0f, zstd-3 text %.0f, zfec 2+1 %.0f' % (
+                  rate(lambda b: blake3.blake3(b, key=key).digest(), data),
+                  rate(lambda b: hashlib.sha256(b).digest(), data),
+                  rate(lambda b: aes.encrypt(nonce, b, None), data),
+                  rate(zc.compress, data), rate(zc.compress, text),
+                  rate(lambda b: enc.encode([b[:len(b) // 2],
+                                             b[len(b) // 2:]]), data)))
+
+    def cleanup(self):
+        for where, name in self.made:
+            site = self.a if where == 'a' else self.b
+            subprocess.run(self.rbd(site, 'snap', 'unprotect',
+                                    'vms/%s@base' % name),
+                           capture_output=True)
+            subprocess.run(self.rbd(site, 'snap', 'purge', 'vms/' + name),
+                           capture_output=True)
+            subprocess.run(self.rbd(site, 'rm', 'vms/' + name),
+                           capture_output=True)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--size-gib', type=float, default=4)
+    parser.add_argument('--fill', type=float, default=0.5,
+                        help='Share of the image that is random data.')
+    parser.add_argument('--sparse-gib', type=float, default=100)
+    parser.add_argument('--flock-gib', type=float, default=2)
+    parser.add_argument('--flock-clones', type=int, default=8)
+    parser.add_argument('--template-fill', type=float, default=0.5)
+    parser.add_argument('--work-dir', default='/var/tmp')
+    parser.add_argument('--skip', action='append', default=[],
+                        choices=['image', 'sparse', 'flock', 'primitives'])
+    args = parser.parse_args()
+    bench = Bench(args)
+    try:
+        if 'primitives' not in args.skip:
+            bench.primitives()
+        if 'image' not in args.skip:
+            bench.export_import('image', int(args.size_gib * GiB), args.fill)
+        if 'sparse' not in args.skip:
+            bench.export_import('sparse', int(args.sparse_gib * GiB), 0.001)
+        if 'flock' not in args.skip:
+            bench.flock()
+    finally:
+        bench.cleanup()
+
+
+if __name__ == '__main__':
+    main()
