@@ -191,3 +191,26 @@ class DestinationExists(ShipmentError):
     message = ("shipment %(shipment)s: destination image %(target)s already "
                "exists at %(site)s with other content; remove it or import "
                "under another pool")
+
+
+# --- the LSRP wire protocol ---------------------------------------------------
+
+class ProtocolError(FedexException):
+    """A peer sent something the protocol does not allow.
+
+    ``code`` is the error code sent back in an ERROR frame.
+    """
+    message = "LSRP protocol error %(code)s: %(reason)s"
+
+    def __init__(self, message=None, cause=None, **kwargs):
+        self.code = kwargs.get('code', 'BAD_FRAME')
+        super().__init__(message, cause, **kwargs)
+
+
+class StaleSession(ProtocolError):
+    message = ("LSRP protocol error %(code)s: disk %(disk)s: session "
+               "%(session)d is not the current session %(current)d")
+
+
+class InvalidState(FedexException):
+    message = "%(what)s: cannot go from %(old)s to %(new)s"

@@ -1,0 +1,84 @@
+"""Sessions: which source may write to a disk, right now.
+
+TCP orders bytes within one connection only: if a source dies with frames in
+flight and another source resumes, a late frame of the dead one must never
+be applied. So the *sink* issues, per disk, session ids that only increase
+(kept on disk, so that a restarted sink does not reuse one); a new session
+ends the previous one, and every data frame must carry the current id.
+"""
+
+import json
+import os
+import threading
+
+from lsrp import exception
+
+# States of one disk's replication, and the moves between them.
+IDLE = 'IDLE'
+SESSION = 'SESSION'            # a source holds the disk (D3 answered)
+REPLICATING = 'REPLICATING'    # D4/D9 accepted: updates may flow
+COMPLETE = 'COMPLETE'          # D7/D11 done: a snapshot was taken
+
+_TRANSITIONS = frozenset([
+    (IDLE, SESSION),            # INIT_SESSION
+    (SESSION, SESSION),         # a new source takes over before it started
+    (SESSION, REPLICATING),     # REPLICATION_START / DELTA_..._START
+    (REPLICATING, SESSION),     # a new source takes over mid-way
+    (REPLICATING, COMPLETE),    # REPLICATION_COMPLETE / DELTA_..._COMPLETE
+    (COMPLETE, SESSION),        # the next round
+])
+
+
+def check_transition(disk, old, new):
+    if (old, new) not in _TRANSITIONS:
+        raise exception.InvalidState(what='disk %s' % disk, old=old, new=new)
+
+
+class SessionRegistry(object):
+    """Per-disk current session and state; ids persisted in one JSON file."""
+
+    def __init__(self, path):
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            with open(path) as f:
+                self._last = json.load(f)
+        except FileNotFoundError:
+            self._last = {}
+        self._current = {}   # disk -> (session id, state)
+
+    def _save(self):
+        tmp = self.path + '.tmp'
+        with open(tmp, 'w') as f:
+            json.dump(self._last, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def open(self, disk):
+        """Start a new session on ``disk``; the old one becomes stale."""
+        with self._lock:
+            old = self._current.get(disk, (0, IDLE))[1]
+            check_transition(disk, old, SESSION)
+            session = self._last.get(disk, 0) + 1
+            self._last[disk] = session
+            # Durable before anyone can use it: a restart never reissues it.
+            self._save()
+            self._current[disk] = (session, SESSION)
+            return session
+
+    def check(self, disk, session):
+        """Raise StaleSession unless ``session`` is the disk's current one."""
+        current = self._current.get(disk, (0, IDLE))[0]
+        if session != current or current == 0:
+            raise exception.StaleSession(code='STALE_SESSION', disk=disk,
+                                         session=session, current=current)
+
+    def state(self, disk):
+        return self._current.get(disk, (0, IDLE))[1]
+
+    def move(self, disk, session, new):
+        with self._lock:
+            self.check(disk, session)
+            check_transition(disk, self.state(disk), new)
+            self._current[disk] = (session, new)
