@@ -214,3 +214,16 @@ class StaleSession(ProtocolError):
 
 class InvalidState(FedexException):
     message = "%(what)s: cannot go from %(old)s to %(new)s"
+
+
+class RemoteError(FedexException):
+    """The peer answered with an ERROR frame."""
+    message = "%(peer)s refused %(request)s: %(code)s: %(reason)s"
+
+    def __init__(self, message=None, cause=None, **kwargs):
+        self.code = kwargs.get('code')
+        super().__init__(message, cause, **kwargs)
+
+
+class ConnectionClosed(FedexException):
+    message = "connection to %(peer)s closed%(detail)s"

@@ -76,5 +76,31 @@ def register_shipment_opts(conf):
     conf.register_opts(shipment_opts, group='shipment')
 
 
+server_opts = [
+    cfg.StrOpt('name',
+               default='terminal',
+               help='Name of this terminal: the CN and DNS name of its TLS '
+                    'certificate, which clients check.'),
+    cfg.HostAddressOpt('host',
+                       default='127.0.0.1',
+                       help='Address lsrp-server listens on.'),
+    cfg.PortOpt('port',
+                default=15500,
+                help='Port lsrp-server listens on (below 32768, where Ceph '
+                     'clients take ephemeral ports).'),
+    cfg.IntOpt('frame_timeout',
+               default=30, min=1,
+               help='Seconds a peer may take to finish a frame it started; '
+                    'then it gets a TRUNCATED error and is disconnected.'),
+    cfg.StrOpt('tls_ca',
+               help='CA certificate that signs every terminal certificate.'),
+    cfg.StrOpt('tls_cert',
+               help='This terminal\'s certificate (PEM).'),
+    cfg.StrOpt('tls_key',
+               help='This terminal\'s private key (PEM).'),
+]
+
+
 def list_opts():
-    return [('ceph', ceph_opts), ('shipment', shipment_opts)]
+    return [('ceph', ceph_opts), ('shipment', shipment_opts),
+            ('server', server_opts)]

@@ -14,6 +14,7 @@ same image.
 import collections
 import concurrent.futures
 import fcntl
+import json
 import os
 
 from oslo_log import log as logging
@@ -112,6 +113,11 @@ class Importer(object):
                 self._check_space(manifest)
             results = [self._import_image(i, img)
                        for i, img in enumerate(manifest.images)]
+            # This terminal now accepts catch-up rounds for these images.
+            deviceset_mod.write_atomic(
+                os.path.join(state, 'authorized.json'),
+                json.dumps({'images': results,
+                            'source': manifest.data['source']}).encode())
         finally:
             self.reader.close()
             self.journal.close()

@@ -49,6 +49,7 @@ FIELDS = {
     'data': _bytes, 'digest': _digest, 'name': _str, 'last': _bool,
     'code': _str, 'message': _str, 'group': _str, 'phase': _str,
     'acked': _int, 'image_digest': _str, 'version_id': _int,
+    'zstd': _bool,
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -64,15 +65,16 @@ _MESSAGES = {
            ('offset',)),
     0x05: ('REPLICATION_CHECKSUM', 'D5', ('offset', 'block', 'digests'),
            ('offset', 'differ')),
-    0x06: ('REPLICATION_UPDATE', 'D6', ('offset', 'data', 'digest'),
+    0x06: ('REPLICATION_UPDATE', 'D6', ('offset', 'data', 'digest', 'zstd?'),
            ('acked',)),
-    0x07: ('REPLICATION_COMPLETE', 'D7', ('snapshot', 'image_digest'),
-           ('snapshot', 'image_digest')),
+    0x07: ('REPLICATION_COMPLETE', 'D7', ('snapshot', 'image_digest?'),
+           ('snapshot', 'image_digest?')),
     0x08: ('TRANSFER_CONFIG_FILE', 'D8', ('name', 'offset', 'data', 'last'),
            ('acked',)),
     0x09: ('DELTA_CONSOLIDATION_START', 'D9',
            ('snapshot', 'from_snapshot', 'size'), ('offset',)),
-    0x0A: ('DELTA_CONSOLIDATION_UPDATE', 'D10', ('offset', 'data', 'digest'),
+    0x0A: ('DELTA_CONSOLIDATION_UPDATE', 'D10',
+           ('offset', 'data', 'digest', 'zstd?'),
            ('acked',)),
     0x0B: ('DELTA_CONSOLIDATION_COMPLETE', 'D11',
            ('snapshot', 'image_digest'), ('snapshot', 'image_digest',
@@ -92,7 +94,9 @@ _MESSAGES = {
     0x44: ('EV_DELTA_CONSOLIDATION_RESULT', 'E4', ('disk', 'state'), ()),
     0x45: ('EV_DELTA_CONSOLIDATION_COMPLETED', 'E5', ('disk', 'snapshot'),
            ()),
-    0x7F: ('ERROR', '-', ('code', 'message'), ()),
+    # Sent in answer to a request (FLAG_RESPONSE), or unprompted before the
+    # connection is closed.
+    0x7F: ('ERROR', '-', ('code', 'message'), ('code', 'message')),
 }
 
 NAMES = {code: m[0] for code, m in _MESSAGES.items()}
@@ -102,7 +106,7 @@ globals().update({m[0]: code for code, m in _MESSAGES.items()})
 ERROR_CODES = ('BAD_MAGIC', 'BAD_VERSION', 'UNKNOWN_TYPE', 'BAD_FLAGS',
                'TOO_LARGE', 'BAD_CHECKSUM', 'BAD_BODY', 'BAD_FIELD',
                'STALE_SESSION', 'BAD_STATE', 'NOT_ALLOWED', 'DIGEST_MISMATCH',
-               'INTERNAL')
+               'TRUNCATED', 'INTERNAL')
 
 
 def _split(spec):

@@ -120,6 +120,8 @@ class Image(object):
         owner is blocklisted by Ceph. Returns the owners broken.
         """
         with self._translate('break lock'):
+            if self._image.is_exclusive_lock_owner():
+                return []  # ours: breaking it would blocklist ourselves
             owners = list(self._image.lock_get_owners())
             for owner in owners:
                 self._image.lock_break(owner['mode'], owner['owner'])

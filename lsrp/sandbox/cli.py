@@ -50,6 +50,7 @@ def do_status(sb):
 
 def do_env(sb):
     print('export %s=%s' % (opts.DIR_ENV, shlex.quote(sb.root)))
+    print('export FEDEX_PKI_DIR=%s' % shlex.quote(sb.pki))
     for s in sb.sites:
         for key, value in s.env():
             print('export %s=%s' % (key, shlex.quote(value)))

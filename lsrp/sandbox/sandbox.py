@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from lsrp import exception
 from lsrp.sandbox import site as site_mod
+from lsrp import tls
 
 LOG = logging.getLogger(__name__)
 
@@ -26,6 +27,22 @@ class Sandbox(object):
         self.sites = [site_mod.SandboxSite(self.root, name, i, base_port,
                                            osd_size_gib)
                       for i, name in enumerate(site_mod.SITES)]
+        self.pki = os.path.join(self.root, 'pki')
+
+    def terminal(self, site):
+        """Name and TLS files of a site's terminal: (name, ca, cert, key)."""
+        name = 'terminal-%s' % site
+        return (name, os.path.join(self.pki, 'ca.pem'),
+                os.path.join(self.pki, name + '.pem'),
+                os.path.join(self.pki, name + '.key'))
+
+    def _make_pki(self):
+        """A CA and a certificate for each site's terminal, once."""
+        if os.path.exists(os.path.join(self.pki, 'ca.pem')):
+            return
+        tls.make_ca(self.pki)
+        for s in self.sites:
+            tls.make_cert(self.pki, self.terminal(s.name)[0])
 
     @classmethod
     def from_conf(cls, conf):
@@ -73,6 +90,7 @@ class Sandbox(object):
             # site does not leave the other half started.
             for s in self.sites:
                 s.preflight()
+            self._make_pki()
             begin = time.monotonic()
             deadline = begin + self.start_timeout
 

@@ -7,7 +7,7 @@ from lsrp.sandbox import opts as sandbox_opts
 class TestOpts(testtools.TestCase):
 
     def test_list_opts_groups(self):
-        self.assertEqual(['ceph', 'shipment'],
+        self.assertEqual(['ceph', 'shipment', 'server'],
                          [g for g, _ in opts.list_opts()])
         self.assertEqual(['sandbox'], [g for g, _ in sandbox_opts.list_opts()])
 

@@ -106,6 +106,13 @@ class TestFrames(testtools.TestCase):
                                   frames.Frame(type_, body))
             self.assertEqual('BAD_FIELD', e.code, body)
 
+    def test_error_frames_encode_as_answers_and_alone(self):
+        for flags in (0, frames.FLAG_RESPONSE):
+            frame = frames.Frame(m.ERROR, {'code': 'BAD_STATE',
+                                           'message': 'x'}, flags=flags)
+            self.assertEqual([frame], frames.Decoder().feed(
+                frames.encode(frame)))
+
     def test_every_thesis_message_is_defined(self):
         codes = set(m.THESIS_CODES.values())
         for family, count in (('D', 11), ('C', 6), ('E', 5)):

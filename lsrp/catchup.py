@@ -1,0 +1,256 @@
+"""WAN catch-up: rounds of changed blocks until the remainder is small.
+
+With the seed imported at the destination (same snapshot name, digest
+verified), each round takes snapshot N of every disk at the source, sends
+the extents changed since N-1 to the destination terminal, which applies
+them and takes snapshot N. Rounds stop when the next round is estimated to
+fit the threshold, or when they cannot converge (the disks are written as
+fast as the link carries): that is said with the figures, never looped on.
+"""
+
+import asyncio
+import collections
+import time
+import uuid
+
+from oslo_log import log as logging
+import zstandard
+
+from lsrp import exception
+from lsrp.protocol import connection as connection_mod
+from lsrp.protocol import frames
+from lsrp.protocol import messages as m
+from lsrp.rbd import digest as digest_mod
+
+LOG = logging.getLogger(__name__)
+
+BLOCK = 1 << 20
+WINDOW = 16
+
+
+class RateLimiter(object):
+    """A token bucket in bytes/s; ``rate`` may be changed at any time.
+
+    ``rate`` 0 or None means no limit.
+    """
+
+    def __init__(self, rate=None, burst=None):
+        self.rate = rate
+        self._burst = burst
+        self._tokens = 0.0
+        self._last = time.monotonic()
+
+    async def acquire(self, n):
+        while self.rate:
+            now = time.monotonic()
+            burst = self._burst or max(self.rate / 10.0, 2 * BLOCK)
+            self._tokens = min(burst, self._tokens +
+                               (now - self._last) * self.rate)
+            self._last = now
+            if self._tokens >= n or (self._tokens >= 0 and n > burst):
+                self._tokens -= n
+                return
+            await asyncio.sleep(min((n - self._tokens) / self.rate, 0.05))
+
+
+class TerminalClient(object):
+    """A connection from this terminal to another terminal's lsrp-server."""
+
+    def __init__(self, host, port, ssl_context, server_name, name):
+        self.host, self.port = host, port
+        self.ssl_context = ssl_context
+        self.server_name = server_name
+        self.name = name
+        self.conn = None
+
+    async def connect(self, timeout=30):
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(
+            self.host, self.port, ssl=self.ssl_context,
+            server_hostname=self.server_name,
+            limit=frames.MAX_BODY + frames.HEADER_SIZE), timeout)
+        self.conn = connection_mod.Connection(reader, writer,
+                                              self.server_name)
+        self.conn.start_receiving()
+        hello = uuid.uuid4().hex
+        body = await self.conn.request(m.HANDSHAKE, {
+            'version': frames.VERSION, 'id': hello, 'peer': self.name})
+        if body['id'] != hello or body['version'] != frames.VERSION:
+            raise exception.ProtocolError(
+                code='BAD_VERSION', reason='handshake answered with version '
+                '%d and id %s' % (body['version'], body['id']))
+        return self
+
+    async def close(self):
+        if self.conn is not None:
+            await self.conn.close()
+
+
+RoundReport = collections.namedtuple(
+    'RoundReport', 'round snapshot changed_bytes wire_bytes seconds '
+                   'dirty_rate wire_rate estimate')
+
+
+class DiskSender(object):
+    """Sends one disk's changes between two snapshots through a session."""
+
+    def __init__(self, client, cluster, spec, shipment, limiter=None,
+                 compress=True, block=BLOCK, window=WINDOW):
+        self.client = client
+        self.cluster = cluster
+        self.spec = spec
+        self.shipment = shipment
+        self.limiter = limiter or RateLimiter()
+        self.compress = compress
+        self.block = block
+        self.window = window
+        self._zstd = zstandard.ZstdCompressor(level=1)
+
+    async def send(self, from_snapshot, snapshot, verify=False):
+        """Returns (changed bytes, bytes on the wire)."""
+        conn = self.client.conn
+        opened = await conn.request(m.INIT_SESSION, {
+            'disk': self.spec, 'shipment': self.shipment})
+        session = opened['session']
+        pool_name, name = self.spec.split('/', 1)
+        with self.cluster.pool(pool_name) as pool:
+            with pool.open_image(name, snapshot=snapshot) as image:
+                size = image.size()
+                started = await conn.request(m.REPLICATION_START, {
+                    'snapshot': snapshot, 'from_snapshot': from_snapshot,
+                    'size': size}, session)
+                if started['offset'] >= size:
+                    return 0, 0   # applied by an earlier run
+                changed, wire = await self._stream(conn, session, image,
+                                                   from_snapshot)
+                body = {'snapshot': snapshot}
+                if verify:
+                    body['image_digest'] = await asyncio.to_thread(
+                        image.digest, 'blake3')
+        await conn.request(m.REPLICATION_COMPLETE, body, session)
+        return changed, wire
+
+    def _pack(self, piece, data):
+        if data is None:
+            return m.REPLICATION_ZERO, {'offset': piece.offset,
+                                        'length': piece.length}
+        hasher = digest_mod.new_hash('blake3')
+        hasher.update(data)
+        body = {'offset': piece.offset, 'data': data,
+                'digest': hasher.digest()}
+        if self.compress:
+            packed = self._zstd.compress(data)
+            if len(packed) < len(data):
+                body.update(data=packed, zstd=True)
+        return m.REPLICATION_UPDATE, body
+
+    async def _stream(self, conn, session, image, from_snapshot):
+        changes = image.iter_changes(from_snapshot, chunk_size=self.block)
+        pending = collections.deque()
+        changed = wire = 0
+        done = object()
+        while True:
+            item = await asyncio.to_thread(next, changes, done)
+            if item is done:
+                break
+            piece, data = item
+            type_, body = await asyncio.to_thread(self._pack, piece, data)
+            size = len(body.get('data', b'')) + frames.HEADER_SIZE
+            await self.limiter.acquire(size)
+            pending.append((type_, await conn.submit(type_, body, session)))
+            changed += piece.length
+            wire += size
+            while len(pending) >= self.window:
+                type_, future = pending.popleft()
+                conn.check(await future, type_)
+        for type_, future in pending:
+            conn.check(await future, type_)
+        return changed, wire
+
+
+class CatchUp(object):
+    """Rounds for a set of disks, one stream (connection) per disk."""
+
+    def __init__(self, cluster, connect, shipment, disks, base_snapshot,
+                 threshold_bytes=8 << 20, max_rounds=10, prefix=None,
+                 limiter=None, compress=True, report=None):
+        self.cluster = cluster
+        self.connect = connect          # async () -> TerminalClient
+        self.shipment = shipment
+        self.disks = list(disks)
+        self.previous = base_snapshot
+        self.threshold = threshold_bytes
+        self.max_rounds = max_rounds
+        self.prefix = prefix or '%s-r' % shipment
+        self.limiter = limiter or RateLimiter()
+        self.compress = compress
+        self.report = report or (lambda r: None)
+        self.rounds = []
+        self._last_snapshot_time = None
+
+    def _snapshot(self, name):
+        by_pool = collections.defaultdict(list)
+        for spec in self.disks:
+            pool, image = spec.split('/', 1)
+            by_pool[pool].append(image)
+        for pool, images in by_pool.items():
+            with self.cluster.pool(pool) as p:
+                p.snapshot_images(images, name)
+
+    async def round(self, number, verify=False):
+        """One round: snapshot, send every disk in parallel, report."""
+        snapshot = '%s%d' % (self.prefix, number)
+        begin = time.monotonic()
+        await asyncio.to_thread(self._snapshot, snapshot)
+        since = begin - (self._last_snapshot_time or begin)
+        self._last_snapshot_time = begin
+        clients = [await self.connect() for _ in self.disks]
+        try:
+            results = await asyncio.gather(*[
+                DiskSender(client, self.cluster, spec, self.shipment,
+                           self.limiter, self.compress).send(
+                               self.previous, snapshot, verify)
+                for client, spec in zip(clients, self.disks)])
+        finally:
+            for client in clients:
+                await client.close()
+        seconds = time.monotonic() - begin
+        changed = sum(r[0] for r in results)
+        wire = sum(r[1] for r in results)
+        dirty_rate = changed / since if since else None
+        wire_rate = wire / seconds if seconds else None
+        # What the next round will carry: written during this one.
+        estimate = dirty_rate * seconds if dirty_rate is not None else changed
+        report = RoundReport(number, snapshot, changed, wire, seconds,
+                             dirty_rate, wire_rate, estimate)
+        self.rounds.append(report)
+        self.previous = snapshot
+        self.report(report)
+        return report
+
+    async def run(self):
+        """Rounds until the estimate fits; returns the list of reports.
+
+        Raises ShipmentError when the rounds cannot converge.
+        """
+        first = len(self.rounds) + 1
+        for number in range(first, first + self.max_rounds):
+            report = await self.round(number)
+            if report.estimate <= self.threshold:
+                return self.rounds
+            if (number >= first + 2 and report.dirty_rate
+                    and report.wire_rate
+                    and report.dirty_rate >= report.wire_rate
+                    and report.changed_bytes >=
+                    self.rounds[-2].changed_bytes):
+                raise exception.ShipmentError(
+                    shipment=self.shipment, reason='catch-up cannot converge:'
+                    ' the disks are written at %.1f MB/s and the link carries'
+                    ' %.1f MB/s; round %d still had %.1f MB to send. Raise the'
+                    ' rate cap or slow the writers.' % (
+                        report.dirty_rate / 1e6, report.wire_rate / 1e6,
+                        number, report.changed_bytes / 1e6))
+        raise exception.ShipmentError(
+            shipment=self.shipment, reason='no convergence in %d rounds: the '
+            'last one still had %.1f MB to send (threshold %.1f MB)' % (
+                self.max_rounds, self.rounds[-1].changed_bytes / 1e6,
+                self.threshold / 1e6))

@@ -1,0 +1,111 @@
+"""One LSRP connection over an asyncio stream (TLS in practice)."""
+
+import asyncio
+import itertools
+
+from lsrp import exception
+from lsrp.protocol import frames
+from lsrp.protocol import messages
+
+READ_SIZE = 1 << 20
+
+
+class Connection(object):
+    """Sends and receives frames; matches responses to requests by seq."""
+
+    def __init__(self, reader, writer, peer='peer', frame_timeout=None):
+        self.reader, self.writer = reader, writer
+        # Seconds a started frame may take to arrive whole: a peer that
+        # stalls mid-frame must not hold a connection forever.
+        self.frame_timeout = frame_timeout
+        self.peer = peer
+        self._decoder = frames.Decoder()
+        self._ready = []
+        self._seq = itertools.count(1)
+        self._waiting = {}
+        self._receiver = None
+
+    async def recv(self):
+        """The next frame; raises ConnectionClosed at EOF."""
+        while not self._ready:
+            if self._decoder.pending and self.frame_timeout:
+                try:
+                    data = await asyncio.wait_for(
+                        self.reader.read(READ_SIZE), self.frame_timeout)
+                except asyncio.TimeoutError:
+                    raise exception.ProtocolError(
+                        code='TRUNCATED', reason='%d bytes of a frame and '
+                        'nothing more for %s s'
+                        % (self._decoder.pending, self.frame_timeout))
+            else:
+                data = await self.reader.read(READ_SIZE)
+            if not data:
+                detail = (' in the middle of a frame (%d bytes)'
+                          % self._decoder.pending
+                          if self._decoder.pending else '')
+                raise exception.ConnectionClosed(peer=self.peer,
+                                                 detail=detail)
+            self._ready.extend(self._decoder.feed(data))
+        return self._ready.pop(0)
+
+    async def send(self, frame):
+        self.writer.write(frames.encode(frame))
+        await self.writer.drain()
+
+    async def send_error(self, code, message, seq=0, session=0):
+        await self.send(frames.Frame(messages.ERROR, {
+            'code': code, 'message': message[:messages.MAX_STR]},
+            session=session, seq=seq, flags=frames.FLAG_RESPONSE))
+
+    async def respond(self, request, body):
+        await self.send(frames.Frame(request.type, body,
+                                     session=request.session,
+                                     seq=request.seq,
+                                     flags=frames.FLAG_RESPONSE))
+
+    # --- the client side: pipelined requests --------------------------------
+
+    def start_receiving(self):
+        self._receiver = asyncio.ensure_future(self._receive_loop())
+
+    async def _receive_loop(self):
+        try:
+            while True:
+                frame = await self.recv()
+                future = self._waiting.pop(frame.seq, None)
+                if future is not None and not future.done():
+                    future.set_result(frame)
+        except Exception as e:
+            for future in self._waiting.values():
+                if not future.done():
+                    future.set_exception(e)
+            self._waiting.clear()
+
+    async def submit(self, type_, body, session=0):
+        """Send a request; returns a future of its response frame."""
+        seq = next(self._seq)
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[seq] = future
+        await self.send(frames.Frame(type_, body, session=session, seq=seq))
+        return future
+
+    async def request(self, type_, body, session=0):
+        """Send a request and wait for its response body."""
+        frame = await (await self.submit(type_, body, session))
+        return self.check(frame, type_)
+
+    def check(self, frame, type_):
+        if frame.type == messages.ERROR:
+            raise exception.RemoteError(
+                peer=self.peer, request=messages.NAMES[type_],
+                code=frame.body['code'], reason=frame.body['message'])
+        return frame.body
+
+    async def close(self):
+        if self._receiver is not None:
+            self._receiver.cancel()
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass

@@ -1,0 +1,1 @@
+"""The terminal service (``lsrp-server``): LSRP sinks on a site's cluster."""

@@ -1,0 +1,80 @@
+"""``lsrp-server``: the terminal daemon.
+
+    lsrp-server --config-file /etc/lsrp/lsrp.conf
+
+Serves LSRP over mutual TLS ([server] options) into the local cluster
+([ceph]) for the shipments imported on this terminal ([shipment] state_dir).
+Stops cleanly on SIGTERM: it stops accepting, rolls back rounds that did not
+complete, and exits 0.
+"""
+
+import asyncio
+import ctypes
+import signal
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from lsrp import exception
+from lsrp import opts
+from lsrp.rbd import Cluster
+from lsrp.server import service
+from lsrp import tls
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+
+
+async def serve(conf):
+    s, c = conf.server, conf.ceph
+    context = tls.server_context(s.tls_ca, s.tls_cert, s.tls_key)
+    with Cluster(c.conf_file, c.keyring, client=c.client_name,
+                 site=c.site_name, connect_timeout=c.connect_timeout,
+                 op_timeout=c.op_timeout,
+                 options={'rbd_cache': 'false'}) as cluster:
+        server = service.TerminalServer(s.name, cluster,
+                                        conf.shipment.state_dir, context,
+                                        s.host, s.port,
+                                        frame_timeout=s.frame_timeout)
+        await server.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        print('lsrp-server %s listening on %s:%d' % (s.name, s.host,
+                                                     server.port),
+              flush=True)
+        await stop.wait()
+        LOG.info('%s: stopping', s.name)
+        await server.stop()
+
+
+def main(argv=None):
+    try:
+        ctypes.CDLL('libc.so.6').mallopt(-8, 2)  # see lsrp.cli
+    except (OSError, AttributeError):
+        pass
+    logging.register_options(CONF)
+    CONF.set_default('use_stderr', True)
+    CONF.register_cli_opts(opts.server_opts, group='server')
+    CONF.register_cli_opts(opts.ceph_opts, group='ceph')
+    CONF.register_cli_opts(opts.shipment_opts, group='shipment')
+    CONF(sys.argv[1:] if argv is None else argv, project='lsrp',
+         prog='lsrp-server',
+         default_config_files=cfg.find_config_files('lsrp'))
+    logging.setup(CONF, 'lsrp-server')
+    try:
+        asyncio.run(serve(CONF))
+    except exception.FedexException as e:
+        print('lsrp-server: error: %s' % e, file=sys.stderr)
+        return 2
+    except OSError as e:
+        print('lsrp-server: error: cannot listen on %s:%d: %s' % (
+            CONF.server.host, CONF.server.port, e), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""The terminal service: serves LSRP over mutual TLS to other terminals.
+
+Each connection must start with a HANDSHAKE of the same protocol version.
+A source then opens a session per disk (INIT_SESSION, only for disks of
+shipments this terminal imported: ``<state_dir>/<shipment>/authorized.json``)
+and streams rounds into it. A malformed or disallowed frame gets an ERROR
+frame and the connection is closed; other connections are not affected.
+"""
+
+import asyncio
+import json
+import os
+
+from oslo_log import log as logging
+import zstandard
+
+from lsrp import exception
+from lsrp.protocol import connection as connection_mod
+from lsrp.protocol import frames
+from lsrp.protocol import messages as m
+from lsrp.protocol import sessions as sessions_mod
+from lsrp.rbd import digest as digest_mod
+from lsrp.server import sinks
+from lsrp import tls
+
+LOG = logging.getLogger(__name__)
+MAX_BLOCK = 16 << 20
+_ZSTD = zstandard.ZstdDecompressor()
+
+_DATA = (m.REPLICATION_UPDATE, m.DELTA_CONSOLIDATION_UPDATE)
+_START = (m.REPLICATION_START, m.DELTA_CONSOLIDATION_START)
+_COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
+
+
+def authorize(state_dir, shipment, disk):
+    """Raise NOT_ALLOWED unless ``disk`` belongs to a shipment we imported."""
+    path = os.path.join(state_dir, shipment, 'authorized.json')
+    try:
+        with open(path) as f:
+            allowed = json.load(f)['images']
+    except (OSError, ValueError, KeyError):
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='shipment %s is not known here' %
+            shipment)
+    if disk not in allowed:
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='%s is not an image of shipment %s'
+            % (disk, shipment))
+
+
+class TerminalServer(object):
+
+    def __init__(self, name, cluster, state_dir, ssl_context, host, port,
+                 workers=4, frame_timeout=30):
+        self.name = name
+        self.cluster = cluster
+        self.state_dir = state_dir
+        self.ssl_context = ssl_context
+        self.host, self.port = host, port
+        os.makedirs(state_dir, exist_ok=True)
+        self.sessions = sessions_mod.SessionRegistry(
+            os.path.join(state_dir, 'sessions.json'))
+        self._server = None
+        self._handlers = set()
+        self._tasks = set()
+        self.workers = asyncio.Semaphore(workers)
+        self.frame_timeout = frame_timeout
+
+    async def start(self):
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self.port, ssl=self.ssl_context,
+            limit=frames.MAX_BODY + frames.HEADER_SIZE)
+        self.port = self._server.sockets[0].getsockname()[1]
+        LOG.info('%s: serving LSRP on %s:%d', self.name, self.host,
+                 self.port)
+
+    async def stop(self):
+        """Stop accepting, end every connection, roll back open rounds."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for handler in list(self._handlers):
+            await handler.close()
+        # Connections that ended by themselves may still be closing their
+        # sinks (rolling back): wait for them, or the rollback is lost.
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _accept(self, reader, writer):
+        ssl_object = writer.get_extra_info('ssl_object')
+        peer = tls.peer_name(ssl_object) if ssl_object else None
+        conn = connection_mod.Connection(reader, writer, peer or '?',
+                                         self.frame_timeout)
+        handler = PeerHandler(self, conn, peer)
+        self._handlers.add(handler)
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        try:
+            await handler.run()
+        finally:
+            await handler.close()
+            self._handlers.discard(handler)
+            self._tasks.discard(task)
+
+
+class PeerHandler(object):
+    """One connected source terminal."""
+
+    def __init__(self, server, conn, peer):
+        self.server = server
+        self.conn = conn
+        self.peer = peer
+        self.shaken = False
+        self.disks = {}       # session id -> (disk, sink)
+        self._closed = False
+
+    async def run(self):
+        try:
+            while True:
+                frame = await self.conn.recv()
+                try:
+                    await self._dispatch(frame)
+                except exception.ProtocolError as e:
+                    if self.shaken and e.code in (
+                            'BAD_STATE', 'NOT_ALLOWED', 'STALE_SESSION',
+                            'DIGEST_MISMATCH'):
+                        # The peer spoke correctly but asked for something
+                        # not allowed now: say so, keep the connection.
+                        await self.conn.send_error(e.code, str(e), frame.seq,
+                                                   frame.session)
+                        continue
+                    raise
+        except exception.ProtocolError as e:
+            LOG.warning('%s: %s; closing the connection', self.peer, e)
+            try:
+                await self.conn.send_error(e.code, str(e))
+            except (ConnectionError, OSError):
+                pass
+        except exception.ConnectionClosed as e:
+            LOG.info('%s', e)
+        except (ConnectionError, OSError, asyncio.IncompleteReadError) as e:
+            LOG.info('%s: connection lost: %s', self.peer, e)
+
+    async def _in_thread(self, fn, *args):
+        async with self.server.workers:
+            return await asyncio.to_thread(fn, *args)
+
+    async def _dispatch(self, frame):
+        if frame.is_response:
+            raise exception.ProtocolError(code='BAD_STATE',
+                                          reason='unexpected response')
+        if not self.shaken:
+            if frame.type != m.HANDSHAKE:
+                raise exception.ProtocolError(
+                    code='BAD_STATE', reason='%s before HANDSHAKE' %
+                    frame.name)
+            if frame.body['version'] != frames.VERSION:
+                raise exception.ProtocolError(
+                    code='BAD_VERSION', reason='peer speaks version %d, we '
+                    'speak %d' % (frame.body['version'], frames.VERSION))
+            self.shaken = True
+            await self.conn.respond(frame, {'version': frames.VERSION,
+                                            'id': frame.body['id'],
+                                            'server': self.server.name})
+            return
+        if frame.type == m.GET_SERVER_STATE:
+            await self.conn.respond(frame, {'state': 'ready', 'disks': sorted(
+                d for d, _ in self.disks.values())})
+        elif frame.type == m.INIT_SESSION:
+            await self._init_session(frame)
+        elif frame.type in _START:
+            disk, sink = self._session(frame)
+            body = frame.body
+            done = await self._in_thread(sink.start, body['snapshot'],
+                                         body.get('from_snapshot'),
+                                         body['size'])
+            self.server.sessions.move(disk, frame.session,
+                                      sessions_mod.REPLICATING)
+            await self.conn.respond(frame, {
+                'offset': body['size'] if done else 0})
+        elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
+            await self._update(frame)
+        elif frame.type in _COMPLETE:
+            disk, sink = self._session(frame, sessions_mod.REPLICATING)
+            digest = frame.body.get('image_digest')
+            await self._in_thread(sink.complete, frame.body['snapshot'],
+                                  digest)
+            self.server.sessions.move(disk, frame.session,
+                                      sessions_mod.COMPLETE)
+            body = {'snapshot': frame.body['snapshot']}
+            if digest:
+                body['image_digest'] = digest
+            if frame.type == m.DELTA_CONSOLIDATION_COMPLETE:
+                body['version_id'] = frame.session
+            await self.conn.respond(frame, body)
+        else:
+            raise exception.ProtocolError(
+                code='NOT_ALLOWED', reason='%s is not served by a terminal' %
+                frame.name)
+
+    async def _init_session(self, frame):
+        disk, shipment = frame.body['disk'], frame.body['shipment']
+        authorize(self.server.state_dir, shipment, disk)
+        session = self.server.sessions.open(disk)
+        # Sessions of this disk held by other connections are now stale.
+        sink = await self._in_thread(sinks.RbdImageSink, self.server.cluster,
+                                     disk)
+        self.disks[session] = (disk, sink)
+        size, snapshot = await self._in_thread(sink.info)
+        body = {'session': session, 'size': size}
+        if snapshot:
+            body['snapshot'] = snapshot
+        await self.conn.respond(frame, body)
+
+    def _session(self, frame, state=None):
+        entry = self.disks.get(frame.session)
+        if entry is None:
+            raise exception.StaleSession(code='STALE_SESSION', disk='?',
+                                         session=frame.session, current=0)
+        disk, sink = entry
+        self.server.sessions.check(disk, frame.session)
+        if state and self.server.sessions.state(disk) != state:
+            raise exception.ProtocolError(
+                code='BAD_STATE', reason='%s: %s while %s' % (
+                    disk, frame.name, self.server.sessions.state(disk)))
+        return disk, sink
+
+    async def _update(self, frame):
+        disk, sink = self._session(frame, sessions_mod.REPLICATING)
+        body = frame.body
+        if frame.type == m.REPLICATION_ZERO:
+            await self._in_thread(sink.zero, body['offset'], body['length'])
+            end = body['offset'] + body['length']
+        else:
+            data = body['data']
+            if body.get('zstd'):
+                try:
+                    data = _ZSTD.decompress(data, max_output_size=MAX_BLOCK)
+                except zstandard.ZstdError as e:
+                    raise exception.ProtocolError(
+                        code='BAD_FIELD', reason='%s: block at %d does not '
+                        'decompress: %s' % (disk, body['offset'], e))
+            if _blake3(data) != body['digest']:
+                raise exception.ProtocolError(
+                    code='DIGEST_MISMATCH', reason='%s: block at %d' % (
+                        disk, body['offset']))
+            await self._in_thread(sink.write, body['offset'], data)
+            end = body['offset'] + len(data)
+        await self.conn.respond(frame, {'acked': end})
+
+    async def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        for session, (disk, sink) in list(self.disks.items()):
+            try:
+                # Roll back only rounds this connection still owns.
+                if (self.server.sessions.state(disk) ==
+                        sessions_mod.REPLICATING):
+                    self.server.sessions.check(disk, session)
+                    await self._in_thread(sink.abort)
+            except exception.StaleSession:
+                pass
+            except exception.FedexException as e:
+                LOG.error('%s: rollback failed: %s', disk, e)
+            finally:
+                await self._in_thread(sink.close)
+        self.disks = {}
+        await self.conn.close()
+
+
+def _blake3(data):
+    hasher = digest_mod.new_hash('blake3')
+    hasher.update(data)
+    return hasher.digest()

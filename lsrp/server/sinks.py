@@ -1,0 +1,92 @@
+"""Sinks: where a round of updates lands. An RBD replica image for now.
+
+A round is atomic: it starts from snapshot N-1 and ends with snapshot N.
+Before applying anything the sink makes sure the image head equals N-1
+(``rbd import-diff`` only checks that a snapshot of that name exists), and a
+round that does not complete is rolled back to N-1.
+"""
+
+from oslo_log import log as logging
+
+from lsrp import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class RbdImageSink(object):
+    """Applies replication rounds to ``pool/name`` of the local cluster."""
+
+    def __init__(self, cluster, spec):
+        self.cluster = cluster
+        self.spec = spec
+        self.pool_name, self.name = spec.split('/', 1)
+        self._pool = cluster.pool(self.pool_name)
+        self._image = self._pool.open_image(self.name)
+        self.base = None      # N-1 of the round in progress
+        self.started = False
+
+    def close(self):
+        self._image.close()
+        self._pool.close()
+
+    def info(self):
+        snaps = [s.name for s in self._image.list_snapshots()
+                 if s.namespace == 'user']
+        return self._image.size(), (snaps[-1] if snaps else None)
+
+    def start(self, snapshot, from_snapshot, size):
+        """Prepare a round N-1 -> N; returns True if N is already there."""
+        if self._image.snapshot_exists(snapshot):
+            return True
+        if from_snapshot is None or not self._image.snapshot_exists(
+                from_snapshot):
+            raise exception.ProtocolError(
+                code='BAD_STATE', reason='%s has no snapshot %s to start '
+                'from: import the seed first' % (self.spec, from_snapshot))
+        if any(True for _ in self._image.extents(from_snapshot)):
+            # A round that failed here, or a write to the replica: either
+            # way the head is not N-1 any more.
+            LOG.warning('%s: head differs from %s; rolling back before the '
+                        'round', self.spec, from_snapshot)
+            self._rollback(from_snapshot)
+        if self._image.size() != size:
+            self._image.resize(size)
+        self.base, self.started = from_snapshot, True
+        return False
+
+    def write(self, offset, data):
+        self._image.write(offset, data)
+
+    def zero(self, offset, length):
+        self._image.zero(offset, length)
+
+    def complete(self, snapshot, digest=None):
+        """Take snapshot N; with ``digest``, check the whole image first."""
+        self._image.flush()
+        self._image.create_snapshot(snapshot)
+        if digest:
+            with self._pool.open_image(self.name, snapshot=snapshot) as snap:
+                actual = snap.digest('blake3')
+            if actual != digest:
+                self._image.remove_snapshot(snapshot)
+                self._rollback(self.base)
+                self.started = False
+                raise exception.ProtocolError(
+                    code='DIGEST_MISMATCH', reason='%s@%s has digest %s, the '
+                    'source says %s; rolled back to %s' % (
+                        self.spec, snapshot, actual, digest, self.base))
+        self.started = False
+        return digest
+
+    def abort(self):
+        """The round did not complete: back to N-1."""
+        if self.started and self.base:
+            LOG.warning('%s: round from %s did not complete; rolling back',
+                        self.spec, self.base)
+            self._rollback(self.base)
+        self.started = False
+
+    def _rollback(self, snapshot):
+        # A terminal that died mid-round may still hold the image's lock.
+        self._image.break_locks()
+        self._image.rollback_to_snapshot(snapshot)

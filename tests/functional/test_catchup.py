@@ -1,0 +1,445 @@
+"""Catch-up rounds between the terminals of site-a and site-b, over mTLS.
+
+A seed is shipped for real (export, seal, import), then rounds of changes go
+through ``lsrp-server`` at site-b; results are judged with ``rbd export |
+sha256sum`` on both clusters.
+"""
+
+import asyncio
+import datetime
+import os
+import random
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+
+import fixtures
+
+from lsrp import catchup
+from lsrp.device import export
+from lsrp.device import importer
+from lsrp.device import keystore
+from lsrp import exception
+from lsrp.protocol import frames
+from lsrp.protocol import messages as m
+from lsrp.server import service
+from lsrp import tls
+from tests.functional import base
+
+MiB = 1 << 20
+
+
+def free_port():
+    """A free port below 32768 (Ceph clients take the ones above)."""
+    for _ in range(100):
+        port = random.randrange(15000, 30000)
+        with socket.socket() as s:
+            try:
+                s.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError('no free port')
+
+
+class CatchUpTestCase(base.FunctionalTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.work = self.useFixture(fixtures.TempDir()).path
+        self.keys = keystore.FileKeyStore(os.path.join(self.work, 'keys'))
+        self.state_b = os.path.join(self.work, 'state-b')
+        self.pki = self.sandbox.pki
+
+    def terminal(self, site):
+        return self.sandbox.terminal(site)
+
+    def seeded(self, size=24 * MiB):
+        """An image at site-a, shipped and imported at site-b: (spec, id)."""
+        pool, name = self.new_image(size)
+        self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+        with pool.open_image(name) as img:
+            rng = random.Random(name)
+            for _ in range(8):
+                img.write(rng.randrange(0, size - MiB), os.urandom(MiB // 2))
+            img.create_snapshot('seed')
+        devs = [os.path.join(self.work, name, 'd%d' % i) for i in range(3)]
+        exporter = export.Exporter(self.sites['site-a'], self.keys,
+                                   os.path.join(self.work, 'state-a'),
+                                   shard_size=MiB)
+        shipment = exporter.export(['vms/' + name], 'seed', devs)
+        digest = exporter.seal(shipment)
+        importer.Importer(self.sites['site-b'], self.keys,
+                          self.state_b).run(devs, digest)
+        return 'vms/' + name, shipment
+
+    def write(self, spec, count=6, seed=0):
+        rng = random.Random(seed)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            size = img.size()
+            for _ in range(count):
+                img.write(rng.randrange(0, size - MiB),
+                          os.urandom(rng.randrange(1, MiB)))
+            img.zero(rng.randrange(0, size - MiB), 12345)
+
+    def assert_same(self, spec, snapshot):
+        self.assertEqual(self.cli_sha256('site-a', '%s@%s' % (spec, snapshot)),
+                         self.cli_sha256('site-b', '%s@%s' % (spec, snapshot)))
+
+    def server(self):
+        name, ca, cert, key = self.terminal('site-b')
+        return service.TerminalServer(
+            name, self.sites['site-b'], self.state_b,
+            tls.server_context(ca, cert, key), '127.0.0.1', free_port())
+
+    def connector(self, server_port, site='site-a', ctx=None):
+        name, ca, cert, key = self.terminal(site)
+        ctx = ctx or tls.client_context(ca, cert, key)
+
+        async def connect():
+            return await catchup.TerminalClient(
+                '127.0.0.1', server_port, ctx, self.terminal('site-b')[0],
+                name).connect()
+        return connect
+
+    def run_async(self, coro):
+        return asyncio.run(coro)
+
+
+class TestRounds(CatchUpTestCase):
+
+    def test_rounds_are_bit_exact_and_converge(self):
+        spec, shipment = self.seeded()
+        reports = []
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            try:
+                engine = catchup.CatchUp(
+                    self.sites['site-a'], self.connector(server.port),
+                    shipment, [spec], 'seed', threshold_bytes=64 * MiB,
+                    report=reports.append)
+                self.write(spec, seed=1)
+                await engine.round(1, verify=True)
+                self.write(spec, seed=2)
+                await engine.run()   # converges: nothing is writing now
+            finally:
+                await server.stop()
+
+        self.run_async(scenario())
+        self.assertGreater(reports[0].changed_bytes, 0)
+        self.assertLess(reports[0].wire_bytes, reports[0].changed_bytes + MiB)
+        for report in reports:
+            self.assert_same(spec, report.snapshot)
+
+    def test_unknown_disk_or_shipment_is_refused(self):
+        spec, shipment = self.seeded(8 * MiB)
+        _, other = self.new_image(MiB, site='site-b')
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            client = await self.connector(server.port)()
+            try:
+                for disk, ship in (('vms/' + other, shipment),
+                                   (spec, 'no-such-shipment')):
+                    e = None
+                    try:
+                        await client.conn.request(m.INIT_SESSION, {
+                            'disk': disk, 'shipment': ship})
+                    except exception.RemoteError as err:
+                        e = err
+                    self.assertIsNotNone(e)
+                    self.assertEqual('NOT_ALLOWED', e.code)
+            finally:
+                await client.close()
+                await server.stop()
+
+        self.run_async(scenario())
+
+    def test_stale_session_frames_are_never_applied(self):
+        spec, shipment = self.seeded(8 * MiB)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.write(0, b'new data' * 100)
+            img.create_snapshot('n1')
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            a = await self.connector(server.port)()
+            b = await self.connector(server.port)()
+            try:
+                sa = (await a.conn.request(m.INIT_SESSION, {
+                    'disk': spec, 'shipment': shipment}))['session']
+                await a.conn.request(m.REPLICATION_START, {
+                    'snapshot': 'n1', 'from_snapshot': 'seed',
+                    'size': 8 * MiB}, sa)
+                # Source A "dies"; source B takes over the disk.
+                await catchup.DiskSender(b, self.sites['site-a'], spec,
+                                         shipment).send('seed', 'n1')
+                # A late frame of A's session arrives: refused.
+                late = b'garbage!' * 64
+                e = None
+                try:
+                    await a.conn.request(m.REPLICATION_UPDATE, {
+                        'offset': 0, 'data': late,
+                        'digest': catchup.digest_mod.new_hash(
+                            'blake3').digest()}, sa)
+                except exception.RemoteError as err:
+                    e = err
+                self.assertEqual('STALE_SESSION', e.code)
+            finally:
+                await a.close()
+                await b.close()
+                await server.stop()
+
+        self.run_async(scenario())
+        self.assert_same(spec, 'n1')
+        self.assertEqual(self.cli_sha256('site-a', spec + '@n1'),
+                         self.cli_sha256('site-b', spec))
+
+    def test_interrupted_round_is_rolled_back(self):
+        spec, shipment = self.seeded(16 * MiB)
+        self.write(spec, count=10, seed=3)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.create_snapshot('n1')
+        seed_digest = self.cli_sha256('site-b', spec + '@seed')
+
+        async def partial():
+            server = self.server()
+            await server.start()
+            client = await self.connector(server.port)()
+            try:
+                session = (await client.conn.request(m.INIT_SESSION, {
+                    'disk': spec, 'shipment': shipment}))['session']
+                await client.conn.request(m.REPLICATION_START, {
+                    'snapshot': 'n1', 'from_snapshot': 'seed',
+                    'size': 16 * MiB}, session)
+                data = os.urandom(MiB)
+                hasher = catchup.digest_mod.new_hash('blake3')
+                hasher.update(data)
+                await client.conn.request(m.REPLICATION_UPDATE, {
+                    'offset': 0, 'data': data, 'digest': hasher.digest()},
+                    session)
+            finally:
+                await client.close()   # no COMPLETE: the round failed
+                await asyncio.sleep(0.5)
+                await server.stop()
+
+        self.run_async(partial())
+        self.assertEqual(seed_digest, self.cli_sha256('site-b', spec))
+        self.assertNotIn('n1', self.rbd_cli('site-b', 'snap', 'ls', spec))
+
+        async def retry():
+            server = self.server()
+            await server.start()
+            try:
+                client = await self.connector(server.port)()
+                await catchup.DiskSender(client, self.sites['site-a'], spec,
+                                         shipment).send('seed', 'n1',
+                                                        verify=True)
+                await client.close()
+            finally:
+                await server.stop()
+
+        self.run_async(retry())
+        self.assert_same(spec, 'n1')
+
+    def test_rounds_that_cannot_converge_say_so(self):
+        spec, shipment = self.seeded(16 * MiB)
+        stop = threading.Event()
+
+        def writer():
+            with self.sites['site-a'].pool('vms') as pool:
+                with pool.open_image(spec.split('/')[1]) as img:
+                    rng = random.Random(5)
+                    while not stop.is_set():
+                        img.write(rng.randrange(0, 15) * MiB,
+                                  os.urandom(MiB))
+                        time.sleep(0.01)
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            try:
+                engine = catchup.CatchUp(
+                    self.sites['site-a'], self.connector(server.port),
+                    shipment, [spec], 'seed', threshold_bytes=MiB // 4,
+                    max_rounds=6,
+                    limiter=catchup.RateLimiter(2 * MiB))
+                return await engine.run()
+            finally:
+                await server.stop()
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        time.sleep(1)   # the disk is busy before the first round
+        try:
+            e = self.assertRaises(exception.ShipmentError, self.run_async,
+                                  scenario())
+        finally:
+            stop.set()
+            thread.join()
+        self.assertTrue('cannot converge' in str(e)
+                        or 'no convergence' in str(e), str(e))
+        self.assertIn('MB', str(e))
+
+
+class TestTerminalSecurity(CatchUpTestCase):
+    """Who may talk to a terminal, and what a bad peer gets."""
+
+    def _other_ca_context(self, expired=False):
+        pki = os.path.join(self.work, 'other-pki')
+        if expired:
+            pki = self.pki_copy()
+            tls.make_cert(pki, 'terminal-old', days=1,
+                          not_before=datetime.datetime(
+                              2020, 1, 1, tzinfo=datetime.timezone.utc))
+            return tls.client_context(os.path.join(pki, 'ca.pem'),
+                                      os.path.join(pki, 'terminal-old.pem'),
+                                      os.path.join(pki, 'terminal-old.key'))
+        tls.make_ca(pki)
+        tls.make_cert(pki, 'terminal-site-a')
+        return tls.client_context(os.path.join(self.pki, 'ca.pem'),
+                                  os.path.join(pki, 'terminal-site-a.pem'),
+                                  os.path.join(pki, 'terminal-site-a.key'))
+
+    def pki_copy(self):
+        """The sandbox CA, in a directory of this test's own."""
+        pki = os.path.join(self.work, 'pki-copy')
+        shutil.copytree(self.pki, pki)
+        return pki
+
+    def _raw(self, port, payload, ctx=None):
+        """Send raw bytes over TLS; return what the server answers."""
+        name, ca, cert, key = self.terminal('site-a')
+        ctx = ctx or tls.client_context(ca, cert, key)
+        with socket.create_connection(('127.0.0.1', port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname=self.terminal(
+                    'site-b')[0]) as sock:
+                sock.sendall(payload)
+                data = b''
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        return data
+                    data += chunk
+                    if frames.Decoder().feed(data):
+                        return data   # one answer is all we wait for
+
+    def _serve(self):
+        """Run lsrp-server at site-b as a real process; return its port."""
+        name, ca, cert, key = self.terminal('site-b')
+        s = self.sandbox.site('site-b')
+        port = free_port()
+        exe = os.path.join(os.path.dirname(sys.executable), 'lsrp-server')
+        proc = subprocess.Popen(
+            [exe, '--server-name', name, '--server-port', str(port),
+             '--server-tls_ca', ca, '--server-tls_cert', cert,
+             '--server-tls_key', key, '--ceph-conf_file', s.conf,
+             '--ceph-keyring', s.keyring, '--ceph-site_name', 'site-b',
+             '--shipment-state_dir', self.state_b,
+             '--server-frame_timeout', '2'],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        line = proc.stdout.readline()
+        self.assertIn('listening on', line, proc.stderr.read()
+                      if not line else line)
+        return proc, port
+
+    def test_bad_frames_get_an_error_and_the_server_keeps_serving(self):
+        proc, port = self._serve()
+        good = frames.encode(frames.Frame(m.HANDSHAKE, {
+            'version': 1, 'id': 'x', 'peer': 'terminal-site-a'}))
+        header = frames.HEADER
+        cases = {
+            'BAD_MAGIC': b'GET / HTTP/1.1\r\n\r\n' + bytes(40),
+            'BAD_VERSION': good[:4] + b'\x09' + good[5:],
+            'UNKNOWN_TYPE': good[:5] + b'\x66' + good[6:],
+            'BAD_CHECKSUM': good[:-1] + bytes([good[-1] ^ 1]),
+            'TOO_LARGE': header.pack(b'LSRP', 1, m.HANDSHAKE, 0, 0, 0,
+                                     frames.MAX_BODY + 1, 0),
+            'BAD_STATE': frames.encode(frames.Frame(m.INIT_SESSION, {
+                'disk': 'vms/x', 'shipment': 's'})),
+        }
+        for code, payload in cases.items():
+            answer = frames.Decoder().feed(self._raw(port, payload))
+            self.assertEqual(1, len(answer), code)
+            self.assertEqual(m.ERROR, answer[0].type)
+            self.assertEqual(code, answer[0].body['code'])
+        # A frame that stops half-way: TRUNCATED once the peer stalls.
+        answer = frames.Decoder().feed(self._raw(port, good[:20]))
+        self.assertEqual('TRUNCATED', answer[0].body['code'])
+        # And the server still answers a correct peer.
+        answer = frames.Decoder().feed(self._raw(port, good))
+        self.assertEqual(m.HANDSHAKE, answer[0].type)
+        self.assertIsNone(proc.poll())
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(0, proc.wait(timeout=30))
+
+    def test_peers_without_a_valid_certificate_are_refused(self):
+        proc, port = self._serve()
+        name, ca, cert, key = self.terminal('site-a')
+        no_cert = ssl.create_default_context(cafile=ca)
+        for label, ctx in (('no certificate', no_cert),
+                           ('certificate of another CA',
+                            self._other_ca_context()),
+                           ('expired certificate',
+                            self._other_ca_context(expired=True))):
+            try:
+                answer = self._raw(port, frames.encode(frames.Frame(
+                    m.HANDSHAKE, {'version': 1, 'id': 'x', 'peer': 'p'})),
+                    ctx)
+            except (ssl.SSLError, ConnectionError, OSError):
+                continue
+            self.assertEqual(b'', answer, label)
+        self.assertIsNone(proc.poll())
+
+    def test_destination_terminal_killed_mid_round(self):
+        spec, shipment = self.seeded(32 * MiB)
+        self.write(spec, count=20, seed=9)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.create_snapshot('n1')
+        proc, port = self._serve()
+
+        async def round_until_killed():
+            client = await self.connector(port)()
+            sender = catchup.DiskSender(
+                client, self.sites['site-a'], spec, shipment,
+                limiter=catchup.RateLimiter(4 * MiB), window=2)
+            task = asyncio.ensure_future(sender.send('seed', 'n1'))
+            await asyncio.sleep(1.5)
+            proc.send_signal(signal.SIGKILL)
+            try:
+                await task
+            except (exception.FedexException, ConnectionError, OSError):
+                return True
+            finally:
+                await client.close()
+            return False
+
+        self.assertTrue(self.run_async(round_until_killed()),
+                        'the round finished before the kill')
+        proc.wait()
+        self.assertNotIn('n1', self.rbd_cli('site-b', 'snap', 'ls', spec))
+        # The next run rolls the half-applied head back and completes.
+        proc, port = self._serve()
+
+        async def again():
+            client = await self.connector(port)()
+            try:
+                await catchup.DiskSender(client, self.sites['site-a'], spec,
+                                         shipment).send('seed', 'n1',
+                                                        verify=True)
+            finally:
+                await client.close()
+
+        self.run_async(again())
+        self.assert_same(spec, 'n1')
