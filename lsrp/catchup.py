@@ -26,6 +26,9 @@ LOG = logging.getLogger(__name__)
 
 BLOCK = 1 << 20
 WINDOW = 16
+# Granularity of the checksum exchange: a changed 1 MiB piece is compared
+# with the destination 64 KiB at a time, and only differing blocks travel.
+DEDUP_BLOCK = 64 << 10
 
 
 class RateLimiter(object):
@@ -94,7 +97,7 @@ class DiskSender(object):
     """Sends one disk's changes between two snapshots through a session."""
 
     def __init__(self, client, cluster, spec, shipment, limiter=None,
-                 compress=True, block=BLOCK, window=WINDOW):
+                 compress=True, block=BLOCK, window=WINDOW, dedup=True):
         self.client = client
         self.cluster = cluster
         self.spec = spec
@@ -103,6 +106,7 @@ class DiskSender(object):
         self.compress = compress
         self.block = block
         self.window = window
+        self.dedup = dedup
         self._zstd = zstandard.ZstdCompressor(level=1)
 
     async def send(self, from_snapshot, snapshot, verify=False):
@@ -129,42 +133,78 @@ class DiskSender(object):
         await conn.request(m.REPLICATION_COMPLETE, body, session)
         return changed, wire
 
-    def _pack(self, piece, data):
-        if data is None:
-            return m.REPLICATION_ZERO, {'offset': piece.offset,
-                                        'length': piece.length}
+    def _pack(self, offset, data):
         hasher = digest_mod.new_hash('blake3')
         hasher.update(data)
-        body = {'offset': piece.offset, 'data': data,
-                'digest': hasher.digest()}
+        body = {'offset': offset, 'data': data, 'digest': hasher.digest()}
         if self.compress:
             packed = self._zstd.compress(data)
             if len(packed) < len(data):
                 body.update(data=packed, zstd=True)
         return m.REPLICATION_UPDATE, body
 
+    @staticmethod
+    def _digests(data):
+        out = []
+        for start in range(0, len(data), DEDUP_BLOCK):
+            hasher = digest_mod.new_hash('blake3')
+            hasher.update(data[start:start + DEDUP_BLOCK])
+            out.append(hasher.digest())
+        return out
+
     async def _stream(self, conn, session, image, from_snapshot):
         changes = image.iter_changes(from_snapshot, chunk_size=self.block)
-        pending = collections.deque()
-        changed = wire = 0
+        acks = collections.deque()      # updates in flight
+        compares = collections.deque()  # checksum exchanges in flight
+        self.changed = self.wire = 0
         done = object()
+
+        async def send(type_, body, size):
+            await self.limiter.acquire(size)
+            acks.append((type_, await conn.submit(type_, body, session)))
+            self.wire += size
+            while len(acks) >= self.window:
+                type_, future = acks.popleft()
+                conn.check(await future, type_)
+
+        async def send_data(offset, data):
+            type_, body = await asyncio.to_thread(self._pack, offset, data)
+            await send(type_, body, len(body['data']) + frames.HEADER_SIZE)
+
+        async def settle_compare():
+            offset, data, future = compares.popleft()
+            differ = conn.check(await future, m.REPLICATION_CHECKSUM)
+            for i in differ['differ']:
+                start = i * DEDUP_BLOCK
+                await send_data(offset + start,
+                                data[start:start + DEDUP_BLOCK])
+
         while True:
             item = await asyncio.to_thread(next, changes, done)
             if item is done:
                 break
             piece, data = item
-            type_, body = await asyncio.to_thread(self._pack, piece, data)
-            size = len(body.get('data', b'')) + frames.HEADER_SIZE
-            await self.limiter.acquire(size)
-            pending.append((type_, await conn.submit(type_, body, session)))
-            changed += piece.length
-            wire += size
-            while len(pending) >= self.window:
-                type_, future = pending.popleft()
-                conn.check(await future, type_)
-        for type_, future in pending:
+            self.changed += piece.length
+            if data is None:
+                await send(m.REPLICATION_ZERO, {
+                    'offset': piece.offset, 'length': piece.length},
+                    frames.HEADER_SIZE + 16)
+            elif self.dedup:
+                digests = await asyncio.to_thread(self._digests, data)
+                self.wire += 32 * len(digests) + frames.HEADER_SIZE
+                compares.append((piece.offset, data, await conn.submit(
+                    m.REPLICATION_CHECKSUM, {'offset': piece.offset,
+                                             'block': DEDUP_BLOCK,
+                                             'digests': digests}, session)))
+                if len(compares) >= self.window:
+                    await settle_compare()
+            else:
+                await send_data(piece.offset, data)
+        while compares:
+            await settle_compare()
+        for type_, future in acks:
             conn.check(await future, type_)
-        return changed, wire
+        return self.changed, self.wire
 
 
 class CatchUp(object):

@@ -179,6 +179,16 @@ class PeerHandler(object):
                 'offset': body['size'] if done else 0})
         elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
             await self._update(frame)
+        elif frame.type == m.REPLICATION_CHECKSUM:
+            disk, sink = self._session(frame, sessions_mod.REPLICATING)
+            body = frame.body
+            if not 0 < body['block'] <= MAX_BLOCK:
+                raise exception.ProtocolError(
+                    code='BAD_FIELD', reason='block size %d' % body['block'])
+            differ = await self._in_thread(sink.differing, body['offset'],
+                                           body['block'], body['digests'])
+            await self.conn.respond(frame, {'offset': body['offset'],
+                                            'differ': differ})
         elif frame.type in _COMPLETE:
             disk, sink = self._session(frame, sessions_mod.REPLICATING)
             digest = frame.body.get('image_digest')

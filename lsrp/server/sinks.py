@@ -9,6 +9,7 @@ round that does not complete is rolled back to N-1.
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -53,6 +54,22 @@ class RbdImageSink(object):
             self._image.resize(size)
         self.base, self.started = from_snapshot, True
         return False
+
+    def differing(self, offset, block, digests):
+        """Indexes of the blocks whose content here has another digest."""
+        size = self._image.size()
+        out = []
+        for i, digest in enumerate(digests):
+            start = offset + i * block
+            length = min(block, size - start)
+            if length <= 0:
+                out.append(i)
+                continue
+            hasher = digest_mod.new_hash('blake3')
+            hasher.update(self._image.read(start, length))
+            if hasher.digest() != digest:
+                out.append(i)
+        return out
 
     def write(self, offset, data):
         self._image.write(offset, data)
