@@ -212,7 +212,7 @@ class CatchUp(object):
 
     def __init__(self, cluster, connect, shipment, disks, base_snapshot,
                  threshold_bytes=8 << 20, max_rounds=10, prefix=None,
-                 limiter=None, compress=True, report=None):
+                 limiter=None, compress=True, report=None, dedup=True):
         self.cluster = cluster
         self.connect = connect          # async () -> TerminalClient
         self.shipment = shipment
@@ -224,6 +224,7 @@ class CatchUp(object):
         self.limiter = limiter or RateLimiter()
         self.compress = compress
         self.report = report or (lambda r: None)
+        self.dedup = dedup
         self.rounds = []
         self._last_snapshot_time = None
 
@@ -247,7 +248,8 @@ class CatchUp(object):
         try:
             results = await asyncio.gather(*[
                 DiskSender(client, self.cluster, spec, self.shipment,
-                           self.limiter, self.compress).send(
+                           self.limiter, self.compress,
+                           dedup=self.dedup).send(
                                self.previous, snapshot, verify)
                 for client, spec in zip(clients, self.disks)])
         finally:

@@ -6,11 +6,13 @@
     lsrp verify --device D1 ...           checks devices without importing
     lsrp show --device D1 ...             what a device set holds
     lsrp import --device D1 ... --expect-digest DIGEST
+    lsrp catchup --shipment-id ID --base SNAP --server HOST:PORT POOL/IMAGE...
 
 Exit codes: 0 success, 3 verification failed (damaged or altered data, wrong
 digest), 2 usage or any other error.
 """
 
+import asyncio
 import ctypes
 import json
 import sys
@@ -18,6 +20,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp import catchup
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import importer as importer_mod
@@ -27,6 +30,7 @@ from lsrp import exception
 from lsrp import opts
 from lsrp import progress as progress_mod
 from lsrp.rbd import Cluster
+from lsrp import tls
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -105,6 +109,30 @@ def add_parsers(subparsers):
         p = subparsers.add_parser(name, help=text)
         _devices(p)
         p.add_argument('--expect-digest')
+
+    p = subparsers.add_parser('catchup', help='Send the changes since the '
+                              'seed to the destination terminal, round '
+                              'after round, until they fit the threshold.')
+    p.add_argument('disks', nargs='+', metavar='POOL/IMAGE')
+    p.add_argument('--shipment-id', required=True)
+    p.add_argument('--base', required=True, help='The last snapshot both '
+                   'sites hold (the seed, or the last round).')
+    p.add_argument('--server', required=True, metavar='HOST:PORT')
+    p.add_argument('--server-name', required=True, help='The destination '
+                   'terminal\'s name, as in its certificate.')
+    p.add_argument('--tls-ca', required=True)
+    p.add_argument('--tls-cert', required=True)
+    p.add_argument('--tls-key', required=True)
+    p.add_argument('--name', default='terminal', help='This terminal\'s '
+                   'name.')
+    p.add_argument('--threshold-mib', type=float, default=8)
+    p.add_argument('--max-rounds', type=int, default=10)
+    p.add_argument('--rate-limit-mib', type=float, default=0,
+                   help='Cap in MiB/s over all streams (0: none).')
+    p.add_argument('--no-dedup', action='store_true')
+    p.add_argument('--verify', action='store_true', help='Check the whole '
+                   'image digest at the destination after the last round.')
+    _ceph_args(p)
 
     p = subparsers.add_parser('import', help='Import a sealed device set '
                               'into the local cluster, verified.')
@@ -229,7 +257,40 @@ def do_import(args):
            'imported: %s' % ', '.join(images))
 
 
-COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
+def do_catchup(args):
+    host, port = args.server.rsplit(':', 1)
+    context = tls.client_context(args.tls_ca, args.tls_cert, args.tls_key)
+
+    async def connect():
+        return await catchup.TerminalClient(
+            host, int(port), context, args.server_name, args.name).connect()
+
+    def report(r):
+        print(json.dumps({'event': 'round', 'round': r.round,
+                          'snapshot': r.snapshot,
+                          'changed_bytes': r.changed_bytes,
+                          'wire_bytes': r.wire_bytes,
+                          'seconds': round(r.seconds, 3),
+                          'dirty_rate': r.dirty_rate and round(r.dirty_rate),
+                          'wire_rate': r.wire_rate and round(r.wire_rate),
+                          'estimate': round(r.estimate)}), flush=True)
+
+    with _cluster(args) as cluster:
+        engine = catchup.CatchUp(
+            cluster, connect, args.shipment_id, args.disks, args.base,
+            threshold_bytes=int(args.threshold_mib * (1 << 20)),
+            max_rounds=args.max_rounds,
+            limiter=catchup.RateLimiter(int(args.rate_limit_mib * (1 << 20))),
+            report=report, dedup=not args.no_dedup)
+        rounds = asyncio.run(engine.run())
+        if args.verify:
+            final = asyncio.run(engine.round(len(rounds) + 1, verify=True))
+            rounds.append(final)
+    print(json.dumps({'event': 'converged', 'rounds': len(rounds),
+                      'last_snapshot': rounds[-1].snapshot}))
+
+
+COMMANDS = {'export': do_export, 'catchup': do_catchup, 'consolidate': do_consolidate,
             'seal': do_seal, 'verify': do_verify, 'show': do_show,
             'import': do_import}
 

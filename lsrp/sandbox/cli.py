@@ -5,6 +5,8 @@
     fedex-sandbox env       shell exports of each site's conf and keyring
     fedex-sandbox down      stop the daemons we started (data is kept)
     fedex-sandbox destroy   down, then remove all state
+    fedex-sandbox wan-up [--rate-mbit N] [--delay-ms N]   the emulated WAN
+    fedex-sandbox wan-down
 """
 
 import shlex
@@ -16,6 +18,7 @@ from oslo_log import log as logging
 from lsrp import exception
 from lsrp.sandbox import opts
 from lsrp.sandbox import sandbox as sandbox_mod
+from lsrp.sandbox import wan
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -65,18 +68,40 @@ def do_down(sb):
 
 
 def do_destroy(sb):
+    wan.Wan(sb.run_dir).down()
     sb.destroy()
     print('removed %s' % sb.root)
     return 0
 
 
+def do_wan_up(sb):
+    args = CONF.command
+    host, port = wan.Wan(sb.run_dir).up(args.rate_mbit, args.delay_ms,
+                                        args.port)
+    print('WAN: %d Mbit/s, %g ms one way; sources connect to %s:%d, which '
+          'forwards to the destination terminal at %s:%d' % (
+              args.rate_mbit, args.delay_ms, host, port, wan.ROOT_ADDR, port))
+    return 0
+
+
+def do_wan_down(sb):
+    wan.Wan(sb.run_dir).down()
+    print('WAN removed')
+    return 0
+
+
 COMMANDS = {'up': do_up, 'status': do_status, 'env': do_env,
-            'down': do_down, 'destroy': do_destroy}
+            'down': do_down, 'destroy': do_destroy, 'wan-up': do_wan_up,
+            'wan-down': do_wan_down}
 
 
 def add_command_parsers(subparsers):
     for name, fn in COMMANDS.items():
-        subparsers.add_parser(name, help=fn.__doc__ or name)
+        parser = subparsers.add_parser(name, help=fn.__doc__ or name)
+        if name == 'wan-up':
+            parser.add_argument('--rate-mbit', type=int, default=100)
+            parser.add_argument('--delay-ms', type=float, default=0)
+            parser.add_argument('--port', type=int, default=15500)
 
 
 def main(argv=None):

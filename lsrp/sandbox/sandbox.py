@@ -28,6 +28,7 @@ class Sandbox(object):
                                            osd_size_gib)
                       for i, name in enumerate(site_mod.SITES)]
         self.pki = os.path.join(self.root, 'pki')
+        self.run_dir = os.path.join(self.root, 'run')
 
     def terminal(self, site):
         """Name and TLS files of a site's terminal: (name, ca, cert, key)."""

@@ -27,6 +27,7 @@ from lsrp.device import keystore
 from lsrp import exception
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
+from lsrp.sandbox import wan
 from lsrp.server import service
 from lsrp import tls
 from tests.functional import base
@@ -511,4 +512,46 @@ class TestTerminalSecurity(CatchUpTestCase):
                 await client.close()
 
         self.run_async(again())
+        self.assert_same(spec, 'n1')
+
+
+class TestOverTheWan(CatchUpTestCase):
+    """A round across the emulated WAN: veth pair, tbf, user-space delay."""
+
+    def test_round_across_a_shaped_link(self):
+        spec, shipment = self.seeded(24 * MiB)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.write(0, os.urandom(12 * MiB))
+            img.create_snapshot('n1')
+        link = wan.Wan(os.path.join(self.work, 'run'))
+        self.addCleanup(link.down)
+        host, port = link.up(rate_mbit=40, delay_ms=20, port=15580)
+        name, ca, cert, key = self.terminal('site-b')
+        result = {}
+
+        async def scenario():
+            server = service.TerminalServer(
+                name, self.sites['site-b'], self.state_b,
+                tls.server_context(ca, cert, key), wan.ROOT_ADDR, 15580)
+            await server.start()
+            try:
+                a_name, a_ca, a_cert, a_key = self.terminal('site-a')
+                client = await catchup.TerminalClient(
+                    host, port, tls.client_context(a_ca, a_cert, a_key),
+                    name, a_name).connect()
+                begin = time.monotonic()
+                result['sent'] = await catchup.DiskSender(
+                    client, self.sites['site-a'], spec, shipment).send(
+                        'seed', 'n1')
+                result['seconds'] = time.monotonic() - begin
+                await client.close()
+            finally:
+                await server.stop()
+
+        self.run_async(scenario())
+        changed, wire = result['sent']
+        rate = wire / result['seconds']
+        # 40 Mbit/s is 5 MB/s: the link, not the tools, sets the pace.
+        self.assertLess(rate, 5e6 * 1.1)
+        self.assertGreater(wire, 12 * MiB)
         self.assert_same(spec, 'n1')
