@@ -260,8 +260,12 @@ class CatchUp(object):
         wire = sum(r[1] for r in results)
         dirty_rate = changed / since if since else None
         wire_rate = wire / seconds if seconds else None
-        # What the next round will carry: written during this one.
-        estimate = dirty_rate * seconds if dirty_rate is not None else changed
+        # What the next round will put on the wire: what is written during
+        # this one, shrunk as this round's changes were (compression, dedup,
+        # and extents that report whole new objects of which little is new).
+        ratio = wire / changed if changed else 1.0
+        estimate = (dirty_rate * seconds * ratio if dirty_rate is not None
+                    else wire)
         report = RoundReport(number, snapshot, changed, wire, seconds,
                              dirty_rate, wire_rate, estimate)
         self.rounds.append(report)
@@ -279,20 +283,21 @@ class CatchUp(object):
             report = await self.round(number)
             if report.estimate <= self.threshold:
                 return self.rounds
-            if (number >= first + 2 and report.dirty_rate
-                    and report.wire_rate
-                    and report.dirty_rate >= report.wire_rate
-                    and report.changed_bytes >=
-                    self.rounds[-2].changed_bytes):
+            needed = (report.dirty_rate or 0) * (
+                report.wire_bytes / report.changed_bytes
+                if report.changed_bytes else 1.0)
+            if (number >= first + 2 and report.wire_rate
+                    and needed >= report.wire_rate
+                    and report.wire_bytes >= self.rounds[-2].wire_bytes):
                 raise exception.ShipmentError(
                     shipment=self.shipment, reason='catch-up cannot converge:'
-                    ' the disks are written at %.1f MB/s and the link carries'
-                    ' %.1f MB/s; round %d still had %.1f MB to send. Raise the'
-                    ' rate cap or slow the writers.' % (
-                        report.dirty_rate / 1e6, report.wire_rate / 1e6,
-                        number, report.changed_bytes / 1e6))
+                    ' the disks change %.1f MB/s worth of wire traffic and the'
+                    ' rounds carry %.1f MB/s; round %d sent %.1f MB, no less '
+                    'than the one before. Raise the rate cap or slow the '
+                    'writers.' % (needed / 1e6, report.wire_rate / 1e6,
+                                  number, report.wire_bytes / 1e6))
         raise exception.ShipmentError(
             shipment=self.shipment, reason='no convergence in %d rounds: the '
-            'last one still had %.1f MB to send (threshold %.1f MB)' % (
-                self.max_rounds, self.rounds[-1].changed_bytes / 1e6,
+            'next one would still send about %.1f MB (threshold %.1f MB)' % (
+                self.max_rounds, self.rounds[-1].estimate / 1e6,
                 self.threshold / 1e6))

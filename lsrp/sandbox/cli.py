@@ -7,8 +7,10 @@
     fedex-sandbox destroy   down, then remove all state
     fedex-sandbox wan-up [--rate-mbit N] [--delay-ms N]   the emulated WAN
     fedex-sandbox wan-down
+    fedex-sandbox demo      move a writing VM's disks from site-a to site-b
 """
 
+import json
 import shlex
 import sys
 
@@ -16,6 +18,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp.sandbox import demo as demo_mod
 from lsrp.sandbox import opts
 from lsrp.sandbox import sandbox as sandbox_mod
 from lsrp.sandbox import wan
@@ -76,12 +79,29 @@ def do_destroy(sb):
 
 def do_wan_up(sb):
     args = CONF.command
-    host, port = wan.Wan(sb.run_dir).up(args.rate_mbit, args.delay_ms,
-                                        args.port)
+    link = wan.Wan(sb.run_dir)
+    host, port = link.up(args.rate_mbit, args.delay_ms, args.port)
     print('WAN: %d Mbit/s, %g ms one way; sources connect to %s:%d, which '
           'forwards to the destination terminal at %s:%d' % (
-              args.rate_mbit, args.delay_ms, host, port, wan.ROOT_ADDR, port))
+              args.rate_mbit, args.delay_ms, host, port, link.root_addr,
+              port))
     return 0
+
+
+def do_demo(sb):
+    args = CONF.command
+    do_up(sb)
+    demo = demo_mod.Demo(sb, disk_mib=args.disk_mib,
+                         write_rate=int(args.write_rate_mib * (1 << 20)),
+                         rate_mbit=args.rate_mbit, delay_ms=args.delay_ms,
+                         threshold_mib=args.threshold_mib)
+    try:
+        summary = demo.run()
+    finally:
+        if not args.keep:
+            demo.cleanup()
+    print(json.dumps(summary))
+    return 0 if summary['destination_equals_source'] else 3
 
 
 def do_wan_down(sb):
@@ -92,12 +112,21 @@ def do_wan_down(sb):
 
 COMMANDS = {'up': do_up, 'status': do_status, 'env': do_env,
             'down': do_down, 'destroy': do_destroy, 'wan-up': do_wan_up,
-            'wan-down': do_wan_down}
+            'wan-down': do_wan_down, 'demo': do_demo}
 
 
 def add_command_parsers(subparsers):
     for name, fn in COMMANDS.items():
         parser = subparsers.add_parser(name, help=fn.__doc__ or name)
+        if name == 'demo':
+            parser.add_argument('--disk-mib', type=int, default=256)
+            parser.add_argument('--write-rate-mib', type=float, default=1,
+                                help='MiB/s the VM writes during the move.')
+            parser.add_argument('--rate-mbit', type=int, default=100)
+            parser.add_argument('--delay-ms', type=float, default=10)
+            parser.add_argument('--threshold-mib', type=float, default=2)
+            parser.add_argument('--keep', action='store_true',
+                                help='Keep the demo images and devices.')
         if name == 'wan-up':
             parser.add_argument('--rate-mbit', type=int, default=100)
             parser.add_argument('--delay-ms', type=float, default=0)

@@ -2,15 +2,15 @@
 
 ::
 
-    root namespace                       namespace fedex-wan
-    lsrp-server (site-b)  10.77.0.1 ===veth, tbf=== 10.77.0.2  relay
+    root namespace                       namespace fedex-wan<N>
+    lsrp-server (site-b)  10.77.N.1 ===veth, tbf=== 10.77.N.2  relay
     source terminal  ------------------------------------->  relay:port
                                                    -> 10.77.0.1:port
 
-A source connects to the relay at 10.77.0.2; the relay forwards to the
-destination terminal listening on 10.77.0.1. Both directions cross the veth
+A source connects to the relay at 10.77.N.2; the relay forwards to the
+destination terminal listening on 10.77.N.1. Both directions cross the veth
 pair, whose two ends carry a ``tbf`` rate limit. Only these two addresses,
-made here, carry traffic.
+made here, carry traffic. Links of different numbers N are independent.
 """
 
 import os
@@ -22,13 +22,9 @@ import time
 from lsrp import exception
 from lsrp.sandbox import processes
 
-NAMESPACE = 'fedex-wan'
-ROOT_DEV, NS_DEV = 'fxwan0', 'fxwan1'
-ROOT_ADDR, NS_ADDR = '10.77.0.1', '10.77.0.2'
 
-
-def _ip(*args, ns=False, check=True):
-    cmd = (['ip', 'netns', 'exec', NAMESPACE] if ns else []) + list(args)
+def _ip(*args, ns=None, check=True):
+    cmd = (['ip', 'netns', 'exec', ns] if ns else []) + list(args)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise exception.SandboxError(reason='"%s" failed: %s' % (
@@ -38,12 +34,19 @@ def _ip(*args, ns=False, check=True):
 
 class Wan(object):
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, number=0):
+        if not 0 <= number <= 255:
+            raise exception.SandboxError(reason='WAN number %d is not in '
+                                         '0-255' % number)
         self.run_dir = run_dir
-        self.pidfile = os.path.join(run_dir, 'wan-relay.pid')
+        self.namespace = 'fedex-wan%d' % number
+        self.root_dev, self.ns_dev = 'fxwan%da' % number, 'fxwan%db' % number
+        self.root_addr = '10.77.%d.1' % number
+        self.ns_addr = '10.77.%d.2' % number
+        self.pidfile = os.path.join(run_dir, 'wan%d-relay.pid' % number)
 
     def exists(self):
-        return NAMESPACE in _ip('ip', 'netns', 'list').stdout.split()
+        return self.namespace in _ip('ip', 'netns', 'list').stdout.split()
 
     def up(self, rate_mbit=100, delay_ms=0, port=15500):
         """Make the namespace, the veth pair with tbf, and start the relay.
@@ -51,23 +54,23 @@ class Wan(object):
         Returns (address, port) that sources connect to.
         """
         self.down()
-        _ip('ip', 'netns', 'add', NAMESPACE)
+        _ip('ip', 'netns', 'add', self.namespace)
         try:
-            _ip('ip', 'link', 'add', ROOT_DEV, 'type', 'veth', 'peer',
-                'name', NS_DEV)
-            _ip('ip', 'link', 'set', NS_DEV, 'netns', NAMESPACE)
-            _ip('ip', 'addr', 'add', ROOT_ADDR + '/30', 'dev', ROOT_DEV)
-            _ip('ip', 'link', 'set', ROOT_DEV, 'up')
-            _ip('ip', 'addr', 'add', NS_ADDR + '/30', 'dev', NS_DEV, ns=True)
-            _ip('ip', 'link', 'set', NS_DEV, 'up', ns=True)
-            _ip('ip', 'link', 'set', 'lo', 'up', ns=True)
+            _ip('ip', 'link', 'add', self.root_dev, 'type', 'veth', 'peer',
+                'name', self.ns_dev)
+            _ip('ip', 'link', 'set', self.ns_dev, 'netns', self.namespace)
+            _ip('ip', 'addr', 'add', self.root_addr + '/30', 'dev', self.root_dev)
+            _ip('ip', 'link', 'set', self.root_dev, 'up')
+            _ip('ip', 'addr', 'add', self.ns_addr + '/30', 'dev', self.ns_dev, ns=self.namespace)
+            _ip('ip', 'link', 'set', self.ns_dev, 'up', ns=self.namespace)
+            _ip('ip', 'link', 'set', 'lo', 'up', ns=self.namespace)
             self.set_rate(rate_mbit)
             os.makedirs(self.run_dir, exist_ok=True)
             out = open(os.path.join(self.run_dir, 'wan-relay.out'), 'ab')
             relay = subprocess.Popen(
-                ['ip', 'netns', 'exec', NAMESPACE, sys.executable, '-m',
-                 'lsrp.sandbox.relay', '--listen', '%s:%d' % (NS_ADDR, port),
-                 '--target', '%s:%d' % (ROOT_ADDR, port), '--delay-ms',
+                ['ip', 'netns', 'exec', self.namespace, sys.executable, '-m',
+                 'lsrp.sandbox.relay', '--listen', '%s:%d' % (self.ns_addr, port),
+                 '--target', '%s:%d' % (self.root_addr, port), '--delay-ms',
                  str(delay_ms)], stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
             with open(self.pidfile, 'w') as f:
@@ -76,12 +79,12 @@ class Wan(object):
         except Exception:
             self.down()
             raise
-        return NS_ADDR, port
+        return self.ns_addr, port
 
     def _wait_listening(self, port, timeout=10):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            ss = _ip('ss', '-ltn', ns=True).stdout
+            ss = _ip('ss', '-ltn', ns=self.namespace).stdout
             if ':%d ' % port in ss:
                 return
             time.sleep(0.05)
@@ -90,7 +93,8 @@ class Wan(object):
 
     def set_rate(self, rate_mbit):
         """Set (or change) the tbf rate on both ends of the link."""
-        for ns, dev in ((False, ROOT_DEV), (True, NS_DEV)):
+        for ns, dev in ((None, self.root_dev),
+                        (self.namespace, self.ns_dev)):
             _ip('tc', 'qdisc', 'replace', 'dev', dev, 'root', 'tbf',
                 'rate', '%dmbit' % rate_mbit, 'burst', '64kb',
                 'latency', '200ms', ns=ns)
@@ -107,4 +111,4 @@ class Wan(object):
             pass
         if self.exists():
             # The veth pair goes with the namespace.
-            _ip('ip', 'netns', 'del', NAMESPACE)
+            _ip('ip', 'netns', 'del', self.namespace)

@@ -57,7 +57,7 @@ class Bench(object):
                           options={'rbd_cache': 'false'})
         self.ca.connect()
         self.cb.connect()
-        self.link = wan.Wan(os.path.join(self.work, 'run'))
+        self.link = wan.Wan(os.path.join(self.work, 'run'), number=9)
 
     def rbd(self, site, *args):
         return ['rbd', '-c', site.conf, '--keyring', site.keyring,
@@ -106,12 +106,12 @@ class Bench(object):
         name, ca, cert, key = self.sb.terminal('site-b')
         server = service.TerminalServer(
             name, self.cb, os.path.join(self.work, 'sb'),
-            tls.server_context(ca, cert, key), wan.ROOT_ADDR, PORT)
+            tls.server_context(ca, cert, key), self.link.root_addr, PORT)
         await server.start()
         try:
             a_name, a_ca, a_cert, a_key = self.sb.terminal('site-a')
             client = await catchup.TerminalClient(
-                wan.NS_ADDR, PORT, tls.client_context(a_ca, a_cert, a_key),
+                self.link.ns_addr, PORT, tls.client_context(a_ca, a_cert, a_key),
                 name, a_name).connect()
             begin = time.monotonic()
             changed, wire = await catchup.DiskSender(
@@ -127,7 +127,7 @@ class Bench(object):
         """rbd export-diff | tcp (same relay, same link) | rbd import-diff."""
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((wan.ROOT_ADDR, RAW_PORT))
+        listener.bind((self.link.root_addr, RAW_PORT))
         listener.listen(1)
         importer_proc = {}
 
@@ -144,7 +144,7 @@ class Bench(object):
         sender = subprocess.Popen(self.rbd(
             self.a, 'export-diff', '--from-snap', frm,
             '%s@%s' % (self.spec, to), '-'), stdout=subprocess.PIPE)
-        with socket.create_connection((wan.NS_ADDR, RAW_PORT)) as sock:
+        with socket.create_connection((self.link.ns_addr, RAW_PORT)) as sock:
             while True:
                 data = sender.stdout.read(1 << 20)
                 if not data:
@@ -170,10 +170,10 @@ class Bench(object):
                      port=PORT)
         # The relay forwards one port; the raw stream gets its own relay.
         relay = subprocess.Popen(
-            ['ip', 'netns', 'exec', wan.NAMESPACE, sys.executable, '-m',
-             'lsrp.sandbox.relay', '--listen', '%s:%d' % (wan.NS_ADDR,
+            ['ip', 'netns', 'exec', self.link.namespace, sys.executable, '-m',
+             'lsrp.sandbox.relay', '--listen', '%s:%d' % (self.link.ns_addr,
                                                           RAW_PORT),
-             '--target', '%s:%d' % (wan.ROOT_ADDR, RAW_PORT),
+             '--target', '%s:%d' % (self.link.root_addr, RAW_PORT),
              '--delay-ms', str(args.delay_ms)], stdout=subprocess.DEVNULL)
         try:
             time.sleep(1)

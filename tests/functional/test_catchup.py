@@ -523,7 +523,7 @@ class TestOverTheWan(CatchUpTestCase):
         with self.pool().open_image(spec.split('/')[1]) as img:
             img.write(0, os.urandom(12 * MiB))
             img.create_snapshot('n1')
-        link = wan.Wan(os.path.join(self.work, 'run'))
+        link = wan.Wan(os.path.join(self.work, 'run'), number=1)
         self.addCleanup(link.down)
         host, port = link.up(rate_mbit=40, delay_ms=20, port=15580)
         name, ca, cert, key = self.terminal('site-b')
@@ -532,7 +532,7 @@ class TestOverTheWan(CatchUpTestCase):
         async def scenario():
             server = service.TerminalServer(
                 name, self.sites['site-b'], self.state_b,
-                tls.server_context(ca, cert, key), wan.ROOT_ADDR, 15580)
+                tls.server_context(ca, cert, key), link.root_addr, 15580)
             await server.start()
             try:
                 a_name, a_ca, a_cert, a_key = self.terminal('site-a')
