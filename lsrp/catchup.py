@@ -83,6 +83,14 @@ class TerminalClient(object):
                 '%d and id %s' % (body['version'], body['id']))
         return self
 
+    async def send_config_file(self, session, name, data, piece=1 << 20):
+        """D8: send a VM's configuration file within a disk's session."""
+        for offset in range(0, max(len(data), 1), piece):
+            chunk = data[offset:offset + piece]
+            await self.conn.request(m.TRANSFER_CONFIG_FILE, {
+                'name': name, 'offset': offset, 'data': chunk,
+                'last': offset + piece >= len(data)}, session)
+
     async def close(self):
         if self.conn is not None:
             await self.conn.close()
@@ -134,9 +142,8 @@ class DiskSender(object):
         return changed, wire
 
     def _pack(self, offset, data):
-        hasher = digest_mod.new_hash('blake3')
-        hasher.update(data)
-        body = {'offset': offset, 'data': data, 'digest': hasher.digest()}
+        body = {'offset': offset, 'data': data,
+                'digest': digest_mod.block_digest(data)}
         if self.compress:
             packed = self._zstd.compress(data)
             if len(packed) < len(data):
@@ -145,12 +152,8 @@ class DiskSender(object):
 
     @staticmethod
     def _digests(data):
-        out = []
-        for start in range(0, len(data), DEDUP_BLOCK):
-            hasher = digest_mod.new_hash('blake3')
-            hasher.update(data[start:start + DEDUP_BLOCK])
-            out.append(hasher.digest())
-        return out
+        return [digest_mod.block_digest(data[start:start + DEDUP_BLOCK])
+                for start in range(0, len(data), DEDUP_BLOCK)]
 
     async def _stream(self, conn, session, image, from_snapshot):
         changes = image.iter_changes(from_snapshot, chunk_size=self.block)

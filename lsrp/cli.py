@@ -179,30 +179,27 @@ def _print(args, obj, text):
         print(text)
 
 
-def do_export(args):
+def _exporter(args, cluster):
     s = CONF.shipment
+    return export_mod.Exporter(
+        cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level, s.workers,
+        CONF.ceph.read_workers, _progress_for(args), s.checkpoint_mib << 20)
+
+
+def do_export(args):
     with _cluster(args) as cluster:
-        exporter = export_mod.Exporter(
-            cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level,
-            s.workers, CONF.ceph.read_workers, _progress_for(args),
-            s.checkpoint_mib << 20)
-        shipment_id = exporter.export(
+        shipment_id = _exporter(args, cluster).export(
             args.images, args.snapshot, args.devices, args.shipment_id,
-            args.parity, args.chunk_size or s.chunk_size,
+            args.parity, args.chunk_size or CONF.shipment.chunk_size,
             args.create_snapshot)
     _print(args, {'event': 'exported', 'shipment_id': shipment_id},
            'exported: %s' % shipment_id)
 
 
 def do_consolidate(args):
-    s = CONF.shipment
     with _cluster(args) as cluster:
-        exporter = export_mod.Exporter(
-            cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level,
-            s.workers, CONF.ceph.read_workers, _progress_for(args),
-            s.checkpoint_mib << 20)
-        version = exporter.consolidate(args.shipment_id, args.snapshot,
-                                       args.create_snapshot)
+        version = _exporter(args, cluster).consolidate(
+            args.shipment_id, args.snapshot, args.create_snapshot)
     _print(args, {'event': 'consolidated', 'shipment_id': args.shipment_id,
                   'version': version},
            'consolidated: %s manifest version %d'

@@ -36,6 +36,11 @@ def new_hash(algorithm):
                 algorithm, ', '.join(sorted(ALGORITHMS))))
 
 
+def block_digest(data):
+    """BLAKE3 of one block, 32 bytes: what LSRP frames carry."""
+    return blake3.blake3(data).digest()
+
+
 def update_zeros(hasher, length):
     """Feed ``length`` zero bytes to ``hasher`` from one shared buffer."""
     global _zeros

@@ -10,6 +10,7 @@ frame and the connection is closed; other connections are not affected.
 import asyncio
 import json
 import os
+import re
 
 from oslo_log import log as logging
 import zstandard
@@ -25,6 +26,8 @@ from lsrp import tls
 
 LOG = logging.getLogger(__name__)
 MAX_BLOCK = 16 << 20
+MAX_CONFIG = 16 << 20
+_CONFIG_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$')
 _ZSTD = zstandard.ZstdDecompressor()
 
 _DATA = (m.REPLICATION_UPDATE, m.DELTA_CONSOLIDATION_UPDATE)
@@ -111,6 +114,7 @@ class PeerHandler(object):
         self.peer = peer
         self.shaken = False
         self.disks = {}       # session id -> (disk, sink)
+        self.shipments = {}   # session id -> shipment
         self._closed = False
 
     async def run(self):
@@ -120,15 +124,18 @@ class PeerHandler(object):
                 try:
                     await self._dispatch(frame)
                 except exception.ProtocolError as e:
+                    # Answer the request that failed, by its seq.
+                    await self.conn.send_error(e.code, str(e), frame.seq,
+                                               frame.session)
                     if self.shaken and e.code in (
                             'BAD_STATE', 'NOT_ALLOWED', 'STALE_SESSION',
                             'DIGEST_MISMATCH'):
                         # The peer spoke correctly but asked for something
-                        # not allowed now: say so, keep the connection.
-                        await self.conn.send_error(e.code, str(e), frame.seq,
-                                                   frame.session)
+                        # not allowed now: keep the connection.
                         continue
-                    raise
+                    LOG.warning('%s: %s; closing the connection', self.peer,
+                                e)
+                    return
         except exception.ProtocolError as e:
             LOG.warning('%s: %s; closing the connection', self.peer, e)
             try:
@@ -179,6 +186,8 @@ class PeerHandler(object):
                 'offset': body['size'] if done else 0})
         elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
             await self._update(frame)
+        elif frame.type == m.TRANSFER_CONFIG_FILE:
+            await self._config_file(frame)
         elif frame.type == m.REPLICATION_CHECKSUM:
             disk, sink = self._session(frame, sessions_mod.REPLICATING)
             body = frame.body
@@ -215,6 +224,7 @@ class PeerHandler(object):
         sink = await self._in_thread(sinks.RbdImageSink, self.server.cluster,
                                      disk)
         self.disks[session] = (disk, sink)
+        self.shipments[session] = shipment
         size, snapshot = await self._in_thread(sink.info)
         body = {'session': session, 'size': size}
         if snapshot:
@@ -234,6 +244,26 @@ class PeerHandler(object):
                     disk, frame.name, self.server.sessions.state(disk)))
         return disk, sink
 
+    async def _config_file(self, frame):
+        """D8: a VM's configuration, in pieces, kept with its shipment."""
+        self._session(frame)
+        body = frame.body
+        name = body['name']
+        if not _CONFIG_NAME.match(name):
+            raise exception.ProtocolError(
+                code='NOT_ALLOWED', reason='config file name %r: letters, '
+                'digits, ".", "_" and "-" only' % name[:64])
+        if body['offset'] + len(body['data']) > MAX_CONFIG:
+            raise exception.ProtocolError(
+                code='NOT_ALLOWED', reason='config file %s beyond %d bytes'
+                % (name, MAX_CONFIG))
+        directory = os.path.join(self.server.state_dir,
+                                 self.shipments[frame.session], 'config')
+        await self._in_thread(_write_piece, directory, name, body['offset'],
+                              body['data'], body['last'])
+        await self.conn.respond(frame, {
+            'acked': body['offset'] + len(body['data'])})
+
     async def _update(self, frame):
         disk, sink = self._session(frame, sessions_mod.REPLICATING)
         body = frame.body
@@ -249,7 +279,7 @@ class PeerHandler(object):
                     raise exception.ProtocolError(
                         code='BAD_FIELD', reason='%s: block at %d does not '
                         'decompress: %s' % (disk, body['offset'], e))
-            if _blake3(data) != body['digest']:
+            if digest_mod.block_digest(data) != body['digest']:
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s: block at %d' % (
                         disk, body['offset']))
@@ -278,7 +308,17 @@ class PeerHandler(object):
         await self.conn.close()
 
 
-def _blake3(data):
-    hasher = digest_mod.new_hash('blake3')
-    hasher.update(data)
-    return hasher.digest()
+def _write_piece(directory, name, offset, data, last):
+    """Write a piece of ``name``; the last one makes it appear, whole."""
+    os.makedirs(directory, exist_ok=True)
+    part = os.path.join(directory, name + '.part')
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.pwrite(fd, data, offset)
+        if last:
+            os.ftruncate(fd, offset + len(data))
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    if last:
+        os.replace(part, os.path.join(directory, name))

@@ -65,9 +65,8 @@ class RbdImageSink(object):
             if length <= 0:
                 out.append(i)
                 continue
-            hasher = digest_mod.new_hash('blake3')
-            hasher.update(self._image.read(start, length))
-            if hasher.digest() != digest:
+            if digest_mod.block_digest(self._image.read(start,
+                                                        length)) != digest:
                 out.append(i)
         return out
 

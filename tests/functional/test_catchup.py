@@ -111,6 +111,15 @@ class CatchUpTestCase(base.FunctionalTestCase):
     def run_async(self, coro):
         return asyncio.run(coro)
 
+    async def open_round(self, client, spec, shipment, size, frm='seed',
+                         to='n1'):
+        """INIT_SESSION and REPLICATION_START by hand; returns the session."""
+        session = (await client.conn.request(m.INIT_SESSION, {
+            'disk': spec, 'shipment': shipment}))['session']
+        await client.conn.request(m.REPLICATION_START, {
+            'snapshot': to, 'from_snapshot': frm, 'size': size}, session)
+        return session
+
 
 class TestRounds(CatchUpTestCase):
 
@@ -208,6 +217,38 @@ class TestRounds(CatchUpTestCase):
         self.assertGreater(fast, 4 * MiB * 1.5)
         self.assert_same(spec, 'n1')
 
+    def test_config_file_travels_with_the_shipment(self):
+        spec, shipment = self.seeded(8 * MiB)
+        config = b'<domain type="kvm"><name>vm1</name></domain>\n' * 50000
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            client = await self.connector(server.port)()
+            try:
+                session = (await client.conn.request(m.INIT_SESSION, {
+                    'disk': spec, 'shipment': shipment}))['session']
+                await client.send_config_file(session, 'vm1.xml', config)
+                e = None
+                try:
+                    await client.send_config_file(session, '../escape',
+                                                  b'x')
+                except exception.RemoteError as err:
+                    e = err
+                self.assertEqual('NOT_ALLOWED', e.code)
+                # The connection is still good for the next request.
+                await client.send_config_file(session, 'vm1.json', b'{}')
+            finally:
+                await client.close()
+                await server.stop()
+
+        self.run_async(scenario())
+        with open(os.path.join(self.state_b, shipment, 'config',
+                               'vm1.xml'), 'rb') as f:
+            self.assertEqual(config, f.read())
+        self.assertFalse(os.path.exists(os.path.join(self.state_b,
+                                                     'escape')))
+
     def test_unknown_disk_or_shipment_is_refused(self):
         spec, shipment = self.seeded(8 * MiB)
         _, other = self.new_image(MiB, site='site-b')
@@ -245,11 +286,7 @@ class TestRounds(CatchUpTestCase):
             a = await self.connector(server.port)()
             b = await self.connector(server.port)()
             try:
-                sa = (await a.conn.request(m.INIT_SESSION, {
-                    'disk': spec, 'shipment': shipment}))['session']
-                await a.conn.request(m.REPLICATION_START, {
-                    'snapshot': 'n1', 'from_snapshot': 'seed',
-                    'size': 8 * MiB}, sa)
+                sa = await self.open_round(a, spec, shipment, 8 * MiB)
                 # Source A "dies"; source B takes over the disk.
                 await catchup.DiskSender(b, self.sites['site-a'], spec,
                                          shipment).send('seed', 'n1')
@@ -259,8 +296,8 @@ class TestRounds(CatchUpTestCase):
                 try:
                     await a.conn.request(m.REPLICATION_UPDATE, {
                         'offset': 0, 'data': late,
-                        'digest': catchup.digest_mod.new_hash(
-                            'blake3').digest()}, sa)
+                        'digest': catchup.digest_mod.block_digest(b'')},
+                        sa)
                 except exception.RemoteError as err:
                     e = err
                 self.assertEqual('STALE_SESSION', e.code)
@@ -286,16 +323,12 @@ class TestRounds(CatchUpTestCase):
             await server.start()
             client = await self.connector(server.port)()
             try:
-                session = (await client.conn.request(m.INIT_SESSION, {
-                    'disk': spec, 'shipment': shipment}))['session']
-                await client.conn.request(m.REPLICATION_START, {
-                    'snapshot': 'n1', 'from_snapshot': 'seed',
-                    'size': 16 * MiB}, session)
+                session = await self.open_round(client, spec, shipment,
+                                                16 * MiB)
                 data = os.urandom(MiB)
-                hasher = catchup.digest_mod.new_hash('blake3')
-                hasher.update(data)
                 await client.conn.request(m.REPLICATION_UPDATE, {
-                    'offset': 0, 'data': data, 'digest': hasher.digest()},
+                    'offset': 0, 'data': data,
+                    'digest': catchup.digest_mod.block_digest(data)},
                     session)
             finally:
                 await client.close()   # no COMPLETE: the round failed
