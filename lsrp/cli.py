@@ -25,6 +25,7 @@ from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import importer as importer_mod
 from lsrp.device import keystore
+from lsrp.device import remote as remote_mod
 from lsrp.device import verify as verify_mod
 from lsrp import exception
 from lsrp import opts
@@ -134,11 +135,26 @@ def add_parsers(subparsers):
                    'image digest at the destination after the last round.')
     _ceph_args(p)
 
+    p = subparsers.add_parser('authorize', help='Let this terminal\'s '
+                              'lsrp-server accept these images of a '
+                              'shipment (a remote import, catch-up).')
+    p.add_argument('--shipment-id', required=True)
+    p.add_argument('images', nargs='+', metavar='POOL/IMAGE')
+
     p = subparsers.add_parser('import', help='Import a sealed device set '
                               'into the local cluster, verified.')
     _devices(p)
     p.add_argument('--expect-digest', help='The digest printed by seal at '
                    'the sending site.')
+    p.add_argument('--remote', metavar='HOST:PORT', help='Send the images '
+                   'to the lsrp-server of the terminal next to the '
+                   'destination cluster, instead of writing to a local one.')
+    p.add_argument('--server-name', help='With --remote: the name in its '
+                   'certificate.')
+    p.add_argument('--tls-ca')
+    p.add_argument('--tls-cert')
+    p.add_argument('--tls-key')
+    p.add_argument('--name', default='terminal')
     p.add_argument('--skip-space-check', action='store_true',
                    help='Import even when a pool seems too small for the '
                    'shipment.')
@@ -242,8 +258,34 @@ def do_show(args):
     print(json.dumps(out, indent=1))
 
 
+def do_authorize(args):
+    importer_mod.authorize(CONF.shipment.state_dir, args.shipment_id,
+                           args.images)
+    print('authorized: %s for %s' % (', '.join(args.images),
+                                     args.shipment_id))
+
+
 def do_import(args):
     pool_map = dict(m.split('=', 1) for m in args.pool_map)
+    if args.remote:
+        host, port = args.remote.rsplit(':', 1)
+        context = tls.client_context(args.tls_ca, args.tls_cert,
+                                     args.tls_key)
+
+        async def remote():
+            client = await catchup.TerminalClient(
+                host, int(port), context, args.server_name,
+                args.name).connect()
+            try:
+                return await remote_mod.send_device_set(
+                    client, args.devices, _keys(), args.expect_digest,
+                    pool_map)
+            finally:
+                await client.close()
+        images = asyncio.run(remote())
+        _print(args, {'event': 'imported', 'images': images},
+               'imported through %s: %s' % (args.remote, ', '.join(images)))
+        return
     with _cluster(args) as cluster:
         importer = importer_mod.Importer(
             cluster, _keys(), CONF.shipment.state_dir, pool_map,
@@ -287,9 +329,10 @@ def do_catchup(args):
                       'last_snapshot': rounds[-1].snapshot}))
 
 
-COMMANDS = {'export': do_export, 'catchup': do_catchup, 'consolidate': do_consolidate,
+COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
             'seal': do_seal, 'verify': do_verify, 'show': do_show,
-            'import': do_import}
+            'authorize': do_authorize, 'import': do_import,
+            'catchup': do_catchup}
 
 
 def main(argv=None):

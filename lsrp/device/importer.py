@@ -51,6 +51,14 @@ def open_shipment(devices, key_store, expect_digest=None):
     return devset, crypto, manifest
 
 
+def authorize(state_dir, shipment_id, images, source=None):
+    """Let lsrp-server accept sessions for these images of a shipment."""
+    path = os.path.join(state_dir, shipment_id, 'authorized.json')
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    deviceset_mod.write_atomic(path, json.dumps(
+        {'images': sorted(images), 'source': source}).encode())
+
+
 def _groups(runs):
     """Split runs into groups that are written at once.
 
@@ -114,10 +122,8 @@ class Importer(object):
             results = [self._import_image(i, img)
                        for i, img in enumerate(manifest.images)]
             # This terminal now accepts catch-up rounds for these images.
-            deviceset_mod.write_atomic(
-                os.path.join(state, 'authorized.json'),
-                json.dumps({'images': results,
-                            'source': manifest.data['source']}).encode())
+            authorize(self.state_dir, manifest.shipment_id, results,
+                      manifest.data['source'])
         finally:
             self.reader.close()
             self.journal.close()

@@ -49,7 +49,7 @@ FIELDS = {
     'data': _bytes, 'digest': _digest, 'name': _str, 'last': _bool,
     'code': _str, 'message': _str, 'group': _str, 'phase': _str,
     'acked': _int, 'image_digest': _str, 'version_id': _int,
-    'zstd': _bool,
+    'zstd': _bool, 'final': _bool,
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -67,7 +67,8 @@ _MESSAGES = {
            ('offset', 'differ')),
     0x06: ('REPLICATION_UPDATE', 'D6', ('offset', 'data', 'digest', 'zstd?'),
            ('acked',)),
-    0x07: ('REPLICATION_COMPLETE', 'D7', ('snapshot', 'image_digest?'),
+    0x07: ('REPLICATION_COMPLETE', 'D7',
+           ('snapshot', 'image_digest?', 'final?'),
            ('snapshot', 'image_digest?')),
     0x08: ('TRANSFER_CONFIG_FILE', 'D8', ('name', 'offset', 'data', 'last'),
            ('acked',)),

@@ -25,7 +25,8 @@ _TRANSITIONS = frozenset([
     (SESSION, REPLICATING),     # REPLICATION_START / DELTA_..._START
     (REPLICATING, SESSION),     # a new source takes over mid-way
     (REPLICATING, COMPLETE),    # REPLICATION_COMPLETE / DELTA_..._COMPLETE
-    (COMPLETE, SESSION),        # the next round
+    (COMPLETE, SESSION),        # the next round, by a new session
+    (COMPLETE, REPLICATING),    # the next snapshot in the same session
 ])
 
 

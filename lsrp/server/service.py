@@ -136,6 +136,12 @@ class PeerHandler(object):
                     LOG.warning('%s: %s; closing the connection', self.peer,
                                 e)
                     return
+                except exception.FedexException as e:
+                    # A failure here (Ceph, a full pool): the peer hears
+                    # what it was; the connection stays usable.
+                    LOG.error('%s: %s failed: %s', self.peer, frame.name, e)
+                    await self.conn.send_error('INTERNAL', str(e), frame.seq,
+                                               frame.session)
         except exception.ProtocolError as e:
             LOG.warning('%s: %s; closing the connection', self.peer, e)
             try:
@@ -182,6 +188,10 @@ class PeerHandler(object):
                                          body['size'])
             self.server.sessions.move(disk, frame.session,
                                       sessions_mod.REPLICATING)
+            if done:
+                # Snapshot N is here already: this round has nothing to do.
+                self.server.sessions.move(disk, frame.session,
+                                          sessions_mod.COMPLETE)
             await self.conn.respond(frame, {
                 'offset': body['size'] if done else 0})
         elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
@@ -202,7 +212,7 @@ class PeerHandler(object):
             disk, sink = self._session(frame, sessions_mod.REPLICATING)
             digest = frame.body.get('image_digest')
             await self._in_thread(sink.complete, frame.body['snapshot'],
-                                  digest)
+                                  digest, frame.body.get('final', False))
             self.server.sessions.move(disk, frame.session,
                                       sessions_mod.COMPLETE)
             body = {'snapshot': frame.body['snapshot']}
@@ -222,7 +232,7 @@ class PeerHandler(object):
         session = self.server.sessions.open(disk)
         # Sessions of this disk held by other connections are now stale.
         sink = await self._in_thread(sinks.RbdImageSink, self.server.cluster,
-                                     disk)
+                                     disk, shipment)
         self.disks[session] = (disk, sink)
         self.shipments[session] = shipment
         size, snapshot = await self._in_thread(sink.info)

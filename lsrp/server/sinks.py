@@ -4,6 +4,11 @@ A round is atomic: it starts from snapshot N-1 and ends with snapshot N.
 Before applying anything the sink makes sure the image head equals N-1
 (``rbd import-diff`` only checks that a snapshot of that name exists), and a
 round that does not complete is rolled back to N-1.
+
+A round without N-1 is a full replication (a device set imported through
+this terminal): it goes to ``<name>.importing-<shipment>``, which becomes
+``<name>`` only when a round marked final has checked its digest - so an
+interrupted import never looks finished.
 """
 
 from oslo_log import log as logging
@@ -17,29 +22,58 @@ LOG = logging.getLogger(__name__)
 class RbdImageSink(object):
     """Applies replication rounds to ``pool/name`` of the local cluster."""
 
-    def __init__(self, cluster, spec):
+    def __init__(self, cluster, spec, shipment):
         self.cluster = cluster
         self.spec = spec
         self.pool_name, self.name = spec.split('/', 1)
+        self.staging = '%s.importing-%s' % (self.name, shipment)
         self._pool = cluster.pool(self.pool_name)
-        self._image = self._pool.open_image(self.name)
+        self._image = None
+        self.name_open = None
+        for name in (self.name, self.staging):
+            if self._pool.image_exists(name):
+                self._image = self._pool.open_image(name)
+                self.name_open = name
+                break
         self.base = None      # N-1 of the round in progress
         self.started = False
 
     def close(self):
-        self._image.close()
+        if self._image is not None:
+            self._image.close()
         self._pool.close()
 
     def info(self):
+        if self._image is None:
+            return 0, None
         snaps = [s.name for s in self._image.list_snapshots()
                  if s.namespace == 'user']
         return self._image.size(), (snaps[-1] if snaps else None)
 
+    def _start_full(self, size):
+        """The first snapshot of a new image: into the staging image."""
+        if self.name_open == self.name:
+            raise exception.ProtocolError(
+                code='NOT_ALLOWED', reason='%s exists already' % self.spec)
+        if self._image is None:
+            self._pool.create_image(self.staging, size)
+            self._image = self._pool.open_image(self.staging)
+            self.name_open = self.staging
+        else:
+            # Left by an interrupted import: writing again is idempotent.
+            self._image.break_locks()
+            if self._image.size() != size:
+                self._image.resize(size)
+        self.base, self.started = None, True
+        return False
+
     def start(self, snapshot, from_snapshot, size):
         """Prepare a round N-1 -> N; returns True if N is already there."""
-        if self._image.snapshot_exists(snapshot):
+        if self._image is not None and self._image.snapshot_exists(snapshot):
             return True
-        if from_snapshot is None or not self._image.snapshot_exists(
+        if from_snapshot is None:
+            return self._start_full(size)
+        if self._image is None or not self._image.snapshot_exists(
                 from_snapshot):
             raise exception.ProtocolError(
                 code='BAD_STATE', reason='%s has no snapshot %s to start '
@@ -76,22 +110,36 @@ class RbdImageSink(object):
     def zero(self, offset, length):
         self._image.zero(offset, length)
 
-    def complete(self, snapshot, digest=None):
-        """Take snapshot N; with ``digest``, check the whole image first."""
+    def complete(self, snapshot, digest=None, final=False):
+        """Take snapshot N; with ``digest``, check the whole image first.
+
+        ``final`` ends a full replication: the staging image takes its name.
+        """
+        if final and self.name_open == self.staging and not digest:
+            raise exception.ProtocolError(
+                code='BAD_STATE', reason='%s: a final round needs the image '
+                'digest' % self.spec)
         self._image.flush()
         self._image.create_snapshot(snapshot)
         if digest:
-            with self._pool.open_image(self.name, snapshot=snapshot) as snap:
+            with self._pool.open_image(self.name_open,
+                                       snapshot=snapshot) as snap:
                 actual = snap.digest('blake3')
             if actual != digest:
                 self._image.remove_snapshot(snapshot)
-                self._rollback(self.base)
+                if self.base:
+                    self._rollback(self.base)
                 self.started = False
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s@%s has digest %s, the '
                     'source says %s; rolled back to %s' % (
                         self.spec, snapshot, actual, digest, self.base))
         self.started = False
+        if final and self.name_open == self.staging:
+            self._image.close()
+            self._pool.rename_image(self.staging, self.name)
+            self._image = self._pool.open_image(self.name)
+            self.name_open = self.name
         return digest
 
     def abort(self):

@@ -24,6 +24,7 @@ from lsrp import catchup
 from lsrp.device import export
 from lsrp.device import importer
 from lsrp.device import keystore
+from lsrp.device import remote
 from lsrp import exception
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
@@ -588,3 +589,47 @@ class TestOverTheWan(CatchUpTestCase):
         self.assertLess(rate, 5e6 * 1.1)
         self.assertGreater(wire, 12 * MiB)
         self.assert_same(spec, 'n1')
+
+
+class TestRemoteImport(CatchUpTestCase):
+    """Devices read at one terminal, written by another (the thesis)."""
+
+    def test_device_set_through_the_destination_terminal(self):
+        pool, name = self.new_image(32 * MiB)
+        spec = 'vms/' + name
+        self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+        with pool.open_image(name) as img:
+            img.write(MiB + 3, os.urandom(9 * MiB))
+            img.create_snapshot('seed')
+            img.write(20 * MiB, os.urandom(2 * MiB))
+            img.zero(2 * MiB, MiB)
+            img.create_snapshot('c1')
+        devs = [os.path.join(self.work, 'd%d' % i) for i in range(3)]
+        exporter = export.Exporter(self.sites['site-a'], self.keys,
+                                   os.path.join(self.work, 'state-a'),
+                                   shard_size=MiB)
+        shipment = exporter.export([spec], 'seed', devs)
+        exporter.consolidate(shipment, 'c1')
+        digest = exporter.seal(shipment)
+        shutil.rmtree(devs[1])     # lost on the way
+        importer.authorize(self.state_b, shipment, [spec])
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            client = await self.connector(server.port)()
+            try:
+                return await remote.send_device_set(client, devs, self.keys,
+                                                    digest)
+            finally:
+                await client.close()
+                await server.stop()
+
+        self.assertEqual([spec], self.run_async(scenario()))
+        for snap in ('seed', 'c1'):
+            self.assert_same(spec, snap)
+        self.assertEqual([], [n for n in self.pool('site-b').list_images()
+                              if n.startswith(name + '.importing-')])
+        # Again: nothing to do, nothing changes.
+        self.assertEqual([spec], self.run_async(scenario()))
+        self.assert_same(spec, 'c1')

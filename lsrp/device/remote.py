@@ -1,0 +1,77 @@
+"""A device set imported through a remote terminal (the thesis' Import
+Client): this terminal reads the devices and streams every image, snapshot
+by snapshot, over LSRP to the terminal next to the destination cluster.
+
+The remote sink writes a staging image and names it only after the final
+snapshot's digest matched the manifest's, so an interrupted remote import
+never looks finished; running it again continues (see lsrp.server.sinks).
+"""
+
+import asyncio
+
+from lsrp.device import importer as importer_mod
+from lsrp.device import manifest as manifest_mod
+from lsrp.device import reader as reader_mod
+from lsrp.protocol import messages as m
+from lsrp.rbd import digest as digest_mod
+
+WINDOW = 16
+BATCH = 4 << 20
+
+
+async def send_device_set(client, devices, key_store, expect_digest=None,
+                          pool_map=None, progress=None):
+    """Stream every image of a sealed device set; returns the targets."""
+    devset, crypto, manifest = importer_mod.open_shipment(
+        devices, key_store, expect_digest)
+    reader = reader_mod.ChunkReader(devset, crypto, manifest)
+    pool_map = pool_map or {}
+    targets = []
+    try:
+        for img in manifest.images:
+            disk = '%s/%s' % (pool_map.get(img['pool'], img['pool']),
+                              img['name'])
+            await _send_image(client, reader, manifest, img, disk)
+            targets.append(disk)
+    finally:
+        reader.close()
+        devset.close()
+    return targets
+
+
+async def _send_image(client, reader, manifest, img, disk):
+    conn = client.conn
+    session = (await conn.request(m.INIT_SESSION, {
+        'disk': disk, 'shipment': manifest.shipment_id}))['session']
+    previous = None
+    last = len(img['snapshots']) - 1
+    for index, snap in enumerate(img['snapshots']):
+        start = {'snapshot': snap['name'], 'size': snap['size']}
+        if previous:
+            start['from_snapshot'] = previous
+        started = await conn.request(m.REPLICATION_START, start, session)
+        previous = snap['name']
+        if started['offset'] >= snap['size']:
+            continue   # there already, from an earlier run
+        pending = []
+        for group in importer_mod._groups(snap['runs']):
+            if group[0][0] == manifest_mod.ZERO:
+                if index == 0:
+                    continue   # a new image reads as zeros
+                for run in group:
+                    pending.append(await conn.submit(m.REPLICATION_ZERO, {
+                        'offset': run[1], 'length': run[2]}, session))
+            else:
+                spec = '%s@%s' % (disk, snap['name'])
+                data = b''.join(await asyncio.to_thread(
+                    reader.read_many, [(r[3], spec, r[1]) for r in group]))
+                pending.append(await conn.submit(m.REPLICATION_UPDATE, {
+                    'offset': group[0][1], 'data': data,
+                    'digest': digest_mod.block_digest(data)}, session))
+            while len(pending) >= WINDOW:
+                conn.check(await pending.pop(0), m.REPLICATION_UPDATE)
+        for future in pending:
+            conn.check(await future, m.REPLICATION_UPDATE)
+        await conn.request(m.REPLICATION_COMPLETE, {
+            'snapshot': snap['name'], 'image_digest': snap['digest'],
+            'final': index == last}, session)
