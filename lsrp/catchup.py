@@ -117,8 +117,12 @@ class DiskSender(object):
         self.dedup = dedup
         self._zstd = zstandard.ZstdCompressor(level=1)
 
-    async def send(self, from_snapshot, snapshot, verify=False):
-        """Returns (changed bytes, bytes on the wire)."""
+    async def send(self, from_snapshot, snapshot, verify=False, extra=()):
+        """Returns (changed bytes, bytes on the wire).
+
+        ``extra``: more connected TerminalClients; they attach to the same
+        session and carry a share of the blocks (parallel streams).
+        """
         conn = self.client.conn
         opened = await conn.request(m.INIT_SESSION, {
             'disk': self.spec, 'shipment': self.shipment})
@@ -132,14 +136,19 @@ class DiskSender(object):
                     'size': size}, session)
                 if started['offset'] >= size:
                     return 0, 0   # applied by an earlier run
-                changed, wire = await self._stream(conn, session, image,
-                                                   from_snapshot)
+                streams = [_Stream(self, conn, session)]
+                for client in extra:
+                    await client.conn.request(m.INIT_SESSION, {
+                        'disk': self.spec, 'shipment': self.shipment,
+                        'attach': session})
+                    streams.append(_Stream(self, client.conn, session))
+                changed = await self._stream(streams, image, from_snapshot)
                 body = {'snapshot': snapshot}
                 if verify:
                     body['image_digest'] = await asyncio.to_thread(
                         image.digest, 'blake3')
         await conn.request(m.REPLICATION_COMPLETE, body, session)
-        return changed, wire
+        return changed, self.wire
 
     def _pack(self, offset, data):
         body = {'offset': offset, 'data': data,
@@ -155,67 +164,90 @@ class DiskSender(object):
         return [digest_mod.block_digest(data[start:start + DEDUP_BLOCK])
                 for start in range(0, len(data), DEDUP_BLOCK)]
 
-    async def _stream(self, conn, session, image, from_snapshot):
+    async def _stream(self, streams, image, from_snapshot):
+        """Deal the changed pieces over the streams, in turn; drain them."""
         changes = image.iter_changes(from_snapshot, chunk_size=self.block)
-        acks = collections.deque()      # updates in flight
-        compares = collections.deque()  # checksum exchanges in flight
         self.changed = self.wire = 0
         done = object()
-
-        async def send(type_, body, size):
-            await self.limiter.acquire(size)
-            acks.append((type_, await conn.submit(type_, body, session)))
-            self.wire += size
-            while len(acks) >= self.window:
-                type_, future = acks.popleft()
-                conn.check(await future, type_)
-
-        async def send_data(offset, data):
-            type_, body = await asyncio.to_thread(self._pack, offset, data)
-            await send(type_, body, len(body['data']) + frames.HEADER_SIZE)
-
-        async def settle_compare():
-            offset, data, future = compares.popleft()
-            differ = conn.check(await future, m.REPLICATION_CHECKSUM)
-            for i in differ['differ']:
-                start = i * DEDUP_BLOCK
-                await send_data(offset + start,
-                                data[start:start + DEDUP_BLOCK])
-
+        turn = 0
         while True:
             item = await asyncio.to_thread(next, changes, done)
             if item is done:
                 break
             piece, data = item
             self.changed += piece.length
-            if data is None:
-                await send(m.REPLICATION_ZERO, {
-                    'offset': piece.offset, 'length': piece.length},
-                    frames.HEADER_SIZE + 16)
-            elif self.dedup:
-                digests = await asyncio.to_thread(self._digests, data)
-                self.wire += 32 * len(digests) + frames.HEADER_SIZE
-                compares.append((piece.offset, data, await conn.submit(
-                    m.REPLICATION_CHECKSUM, {'offset': piece.offset,
-                                             'block': DEDUP_BLOCK,
-                                             'digests': digests}, session)))
-                if len(compares) >= self.window:
-                    await settle_compare()
-            else:
-                await send_data(piece.offset, data)
-        while compares:
-            await settle_compare()
-        for type_, future in acks:
-            conn.check(await future, type_)
-        return self.changed, self.wire
+            await streams[turn % len(streams)].piece(piece, data)
+            turn += 1
+        for stream in streams:
+            await stream.drain()
+        return self.changed
+
+
+class _Stream(object):
+    """One connection's share of a round: what it has in flight."""
+
+    def __init__(self, sender, conn, session):
+        self.sender = sender
+        self.conn = conn
+        self.session = session
+        self.acks = collections.deque()      # updates in flight
+        self.compares = collections.deque()  # checksum exchanges in flight
+
+    async def _send(self, type_, body, size):
+        sender = self.sender
+        await sender.limiter.acquire(size)
+        self.acks.append((type_, await self.conn.submit(type_, body,
+                                                        self.session)))
+        sender.wire += size
+        while len(self.acks) >= sender.window:
+            type_, future = self.acks.popleft()
+            self.conn.check(await future, type_)
+
+    async def _send_data(self, offset, data):
+        type_, body = await asyncio.to_thread(self.sender._pack, offset, data)
+        await self._send(type_, body, len(body['data']) + frames.HEADER_SIZE)
+
+    async def _settle_compare(self):
+        offset, data, future = self.compares.popleft()
+        differ = self.conn.check(await future, m.REPLICATION_CHECKSUM)
+        for i in differ['differ']:
+            start = i * DEDUP_BLOCK
+            await self._send_data(offset + start,
+                                  data[start:start + DEDUP_BLOCK])
+
+    async def piece(self, piece, data):
+        sender = self.sender
+        if data is None:
+            await self._send(m.REPLICATION_ZERO, {
+                'offset': piece.offset, 'length': piece.length},
+                frames.HEADER_SIZE + 16)
+        elif sender.dedup:
+            digests = await asyncio.to_thread(sender._digests, data)
+            sender.wire += 32 * len(digests) + frames.HEADER_SIZE
+            self.compares.append((piece.offset, data, await self.conn.submit(
+                m.REPLICATION_CHECKSUM, {'offset': piece.offset,
+                                         'block': DEDUP_BLOCK,
+                                         'digests': digests}, self.session)))
+            if len(self.compares) >= sender.window:
+                await self._settle_compare()
+        else:
+            await self._send_data(piece.offset, data)
+
+    async def drain(self):
+        while self.compares:
+            await self._settle_compare()
+        while self.acks:
+            type_, future = self.acks.popleft()
+            self.conn.check(await future, type_)
 
 
 class CatchUp(object):
-    """Rounds for a set of disks, one stream (connection) per disk."""
+    """Rounds for a set of disks, ``streams`` connections per disk."""
 
     def __init__(self, cluster, connect, shipment, disks, base_snapshot,
                  threshold_bytes=8 << 20, max_rounds=10, prefix=None,
-                 limiter=None, compress=True, report=None, dedup=True):
+                 limiter=None, compress=True, report=None, dedup=True,
+                 streams=1):
         self.cluster = cluster
         self.connect = connect          # async () -> TerminalClient
         self.shipment = shipment
@@ -228,6 +260,7 @@ class CatchUp(object):
         self.compress = compress
         self.report = report or (lambda r: None)
         self.dedup = dedup
+        self.streams = streams
         self.rounds = []
         self._last_snapshot_time = None
 
@@ -247,17 +280,19 @@ class CatchUp(object):
         await asyncio.to_thread(self._snapshot, snapshot)
         since = begin - (self._last_snapshot_time or begin)
         self._last_snapshot_time = begin
-        clients = [await self.connect() for _ in self.disks]
+        clients = [[await self.connect() for _ in range(self.streams)]
+                   for _ in self.disks]
         try:
             results = await asyncio.gather(*[
-                DiskSender(client, self.cluster, spec, self.shipment,
+                DiskSender(mine[0], self.cluster, spec, self.shipment,
                            self.limiter, self.compress,
                            dedup=self.dedup).send(
-                               self.previous, snapshot, verify)
-                for client, spec in zip(clients, self.disks)])
+                               self.previous, snapshot, verify, mine[1:])
+                for mine, spec in zip(clients, self.disks)])
         finally:
-            for client in clients:
-                await client.close()
+            for mine in clients:
+                for client in mine:
+                    await client.close()
         seconds = time.monotonic() - begin
         changed = sum(r[0] for r in results)
         wire = sum(r[1] for r in results)

@@ -131,6 +131,8 @@ def add_parsers(subparsers):
     p.add_argument('--rate-limit-mib', type=float, default=0,
                    help='Cap in MiB/s over all streams (0: none).')
     p.add_argument('--no-dedup', action='store_true')
+    p.add_argument('--streams', type=int, default=2,
+                   help='TCP connections per disk.')
     p.add_argument('--verify', action='store_true', help='Check the whole '
                    'image digest at the destination after the last round.')
     _ceph_args(p)
@@ -320,7 +322,7 @@ def do_catchup(args):
             threshold_bytes=int(args.threshold_mib * (1 << 20)),
             max_rounds=args.max_rounds,
             limiter=catchup.RateLimiter(int(args.rate_limit_mib * (1 << 20))),
-            report=report, dedup=not args.no_dedup)
+            report=report, dedup=not args.no_dedup, streams=args.streams)
         rounds = asyncio.run(engine.run())
         if args.verify:
             final = asyncio.run(engine.round(len(rounds) + 1, verify=True))

@@ -49,7 +49,7 @@ FIELDS = {
     'data': _bytes, 'digest': _digest, 'name': _str, 'last': _bool,
     'code': _str, 'message': _str, 'group': _str, 'phase': _str,
     'acked': _int, 'image_digest': _str, 'version_id': _int,
-    'zstd': _bool, 'final': _bool,
+    'zstd': _bool, 'final': _bool, 'attach': _int,
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -59,7 +59,8 @@ _MESSAGES = {
     0x01: ('GET_SERVER_STATE', 'D1', (), ('state', 'disks')),
     0x02: ('HANDSHAKE', 'D2', ('version', 'id', 'peer'),
            ('version', 'id', 'server')),
-    0x03: ('INIT_SESSION', 'D3', ('disk', 'shipment'),
+    # With ``attach``, another stream (connection) joins that session.
+    0x03: ('INIT_SESSION', 'D3', ('disk', 'shipment', 'attach?'),
            ('session', 'size', 'snapshot?')),
     0x04: ('REPLICATION_START', 'D4', ('snapshot', 'from_snapshot?', 'size'),
            ('offset',)),

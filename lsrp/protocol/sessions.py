@@ -2,9 +2,13 @@
 
 TCP orders bytes within one connection only: if a source dies with frames in
 flight and another source resumes, a late frame of the dead one must never
-be applied. So the *sink* issues, per disk, session ids that only increase
-(kept on disk, so that a restarted sink does not reuse one); a new session
-ends the previous one, and every data frame must carry the current id.
+be applied. So the *sink* issues session ids that only increase (kept on
+disk, so that a restarted sink does not reuse one); a new session of a disk
+ends its previous one, and every data frame must carry the current id.
+
+NOTE: ids come from one counter for all disks, not one per disk: frames
+carry only the session id, so it must name the disk too (several disks on
+one connection, several streams of one session).
 """
 
 import json
@@ -36,22 +40,24 @@ def check_transition(disk, old, new):
 
 
 class SessionRegistry(object):
-    """Per-disk current session and state; ids persisted in one JSON file."""
+    """Per-disk current session and state; the last id in a JSON file."""
 
     def __init__(self, path):
         self.path = path
         self._lock = threading.Lock()
         try:
             with open(path) as f:
-                self._last = json.load(f)
+                saved = json.load(f)
+            # A file of per-disk ids (before one counter): never reuse any.
+            self._last = saved.get('last', max(saved.values(), default=0))
         except FileNotFoundError:
-            self._last = {}
+            self._last = 0
         self._current = {}   # disk -> (session id, state)
 
     def _save(self):
         tmp = self.path + '.tmp'
         with open(tmp, 'w') as f:
-            json.dump(self._last, f)
+            json.dump({'last': self._last}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
@@ -61,8 +67,7 @@ class SessionRegistry(object):
         with self._lock:
             old = self._current.get(disk, (0, IDLE))[1]
             check_transition(disk, old, SESSION)
-            session = self._last.get(disk, 0) + 1
-            self._last[disk] = session
+            session = self._last = self._last + 1
             # Durable before anyone can use it: a restart never reissues it.
             self._save()
             self._current[disk] = (session, SESSION)

@@ -66,6 +66,9 @@ class TerminalServer(object):
         self._server = None
         self._handlers = set()
         self._tasks = set()
+        # session id -> [disk, sink, shipment, streams using it]: several
+        # connections (parallel streams) may write one session's round.
+        self.shared = {}
         self.workers = asyncio.Semaphore(workers)
         self.frame_timeout = frame_timeout
 
@@ -229,10 +232,22 @@ class PeerHandler(object):
     async def _init_session(self, frame):
         disk, shipment = frame.body['disk'], frame.body['shipment']
         authorize(self.server.state_dir, shipment, disk)
-        session = self.server.sessions.open(disk)
-        # Sessions of this disk held by other connections are now stale.
-        sink = await self._in_thread(sinks.RbdImageSink, self.server.cluster,
-                                     disk, shipment)
+        if 'attach' in frame.body:
+            session = frame.body['attach']
+            entry = self.server.shared.get(session)
+            if entry is None or entry[0] != disk or entry[2] != shipment:
+                raise exception.ProtocolError(
+                    code='NOT_ALLOWED', reason='no session %d of %s to '
+                    'attach to' % (session, disk))
+            self.server.sessions.check(disk, session)
+            entry[3] += 1
+            sink = entry[1]
+        else:
+            session = self.server.sessions.open(disk)
+            # Sessions of this disk held by other connections are now stale.
+            sink = await self._in_thread(sinks.RbdImageSink,
+                                         self.server.cluster, disk, shipment)
+            self.server.shared[session] = [disk, sink, shipment, 1]
         self.disks[session] = (disk, sink)
         self.shipments[session] = shipment
         size, snapshot = await self._in_thread(sink.info)
@@ -301,21 +316,32 @@ class PeerHandler(object):
         if self._closed:
             return
         self._closed = True
-        for session, (disk, sink) in list(self.disks.items()):
-            try:
-                # Roll back only rounds this connection still owns.
-                if (self.server.sessions.state(disk) ==
-                        sessions_mod.REPLICATING):
-                    self.server.sessions.check(disk, session)
-                    await self._in_thread(sink.abort)
-            except exception.StaleSession:
-                pass
-            except exception.FedexException as e:
-                LOG.error('%s: rollback failed: %s', disk, e)
-            finally:
-                await self._in_thread(sink.close)
-        self.disks = {}
-        await self.conn.close()
+        try:
+            for session, (disk, sink) in list(self.disks.items()):
+                await self._release(session, disk, sink)
+        finally:
+            self.disks = {}
+            await self.conn.close()
+
+    async def _release(self, session, disk, sink):
+        """This connection leaves a session; the last one closes the sink."""
+        entry = self.server.shared.get(session)
+        if entry is not None:
+            entry[3] -= 1
+            if entry[3] > 0:
+                return   # other streams of the session go on
+            del self.server.shared[session]
+        try:
+            # Roll back only rounds this session still owns.
+            if self.server.sessions.state(disk) == sessions_mod.REPLICATING:
+                self.server.sessions.check(disk, session)
+                await self._in_thread(sink.abort)
+        except exception.StaleSession:
+            pass
+        except exception.FedexException as e:
+            LOG.error('%s: rollback failed: %s', disk, e)
+        finally:
+            await self._in_thread(sink.close)
 
 
 def _write_piece(directory, name, offset, data, last):

@@ -103,6 +103,7 @@ class Bench(object):
         return int(out.stdout)
 
     async def lsrp_round(self, shipment, frm, to, cap=None):
+        streams = 1 if cap else self.args.streams
         name, ca, cert, key = self.sb.terminal('site-b')
         server = service.TerminalServer(
             name, self.cb, os.path.join(self.work, 'sb'),
@@ -110,15 +111,18 @@ class Bench(object):
         await server.start()
         try:
             a_name, a_ca, a_cert, a_key = self.sb.terminal('site-a')
-            client = await catchup.TerminalClient(
-                self.link.ns_addr, PORT, tls.client_context(a_ca, a_cert, a_key),
-                name, a_name).connect()
+            clients = [await catchup.TerminalClient(
+                self.link.ns_addr, PORT,
+                tls.client_context(a_ca, a_cert, a_key), name,
+                a_name).connect() for _ in range(streams)]
             begin = time.monotonic()
             changed, wire = await catchup.DiskSender(
-                client, self.ca, self.spec, shipment,
-                limiter=catchup.RateLimiter(cap)).send(frm, to)
+                clients[0], self.ca, self.spec, shipment,
+                limiter=catchup.RateLimiter(cap)).send(frm, to,
+                                                       extra=clients[1:])
             seconds = time.monotonic() - begin
-            await client.close()
+            for client in clients:
+                await client.close()
         finally:
             await server.stop()
         return changed, wire, seconds
@@ -254,6 +258,8 @@ def main():
     parser.add_argument('--delay-ms', type=float, default=0)
     parser.add_argument('--delta-mib', type=int, default=512)
     parser.add_argument('--cap-mib', type=float, default=4)
+    parser.add_argument('--streams', type=int, default=2,
+                        help='TCP connections for the disk.')
     bench = Bench(parser.parse_args())
     try:
         bench.run()

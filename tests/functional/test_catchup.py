@@ -250,6 +250,40 @@ class TestRounds(CatchUpTestCase):
         self.assertFalse(os.path.exists(os.path.join(self.state_b,
                                                      'escape')))
 
+    def test_several_streams_on_one_disk(self):
+        spec, shipment = self.seeded(24 * MiB)
+        self.write(spec, count=12, seed=11)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.create_snapshot('n1')
+        left = {}
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            clients = [await self.connector(server.port)() for _ in range(3)]
+            try:
+                sender = catchup.DiskSender(clients[0], self.sites['site-a'],
+                                            spec, shipment)
+                await sender.send('seed', 'n1', verify=True,
+                                  extra=clients[1:])
+                # A stream may only join the disk's current session.
+                e = None
+                try:
+                    await clients[1].conn.request(m.INIT_SESSION, {
+                        'disk': spec, 'shipment': shipment, 'attach': 999})
+                except exception.RemoteError as err:
+                    e = err
+                self.assertEqual('NOT_ALLOWED', e.code)
+            finally:
+                for client in clients:
+                    await client.close()
+                await server.stop()
+                left['shared'] = dict(server.shared)
+
+        self.run_async(scenario())
+        self.assert_same(spec, 'n1')
+        self.assertEqual({}, left['shared'])
+
     def test_unknown_disk_or_shipment_is_refused(self):
         spec, shipment = self.seeded(8 * MiB)
         _, other = self.new_image(MiB, site='site-b')

@@ -34,6 +34,12 @@ class TestSessions(testtools.TestCase):
         again = sessions.SessionRegistry(self.path).open('disk0')
         self.assertGreater(again, first)
 
+    def test_ids_name_one_disk(self):
+        reg = sessions.SessionRegistry(self.path)
+        a, b = reg.open('disk0'), reg.open('disk1')
+        self.assertNotEqual(a, b)
+        self.assertRaises(exception.StaleSession, reg.check, 'disk1', a)
+
     def test_bad_transition(self):
         reg = sessions.SessionRegistry(self.path)
         s = reg.open('disk0')
