@@ -247,13 +247,16 @@ class CatchUp(object):
     def __init__(self, cluster, connect, shipment, disks, base_snapshot,
                  threshold_bytes=8 << 20, max_rounds=10, prefix=None,
                  limiter=None, compress=True, report=None, dedup=True,
-                 streams=1):
+                 streams=1, threshold_seconds=None):
         self.cluster = cluster
         self.connect = connect          # async () -> TerminalClient
         self.shipment = shipment
         self.disks = list(disks)
         self.previous = base_snapshot
         self.threshold = threshold_bytes
+        # Or: the next round would take no longer than this at the rate the
+        # last one reached.
+        self.threshold_seconds = threshold_seconds
         self.max_rounds = max_rounds
         self.prefix = prefix or '%s-r' % shipment
         self.limiter = limiter or RateLimiter()
@@ -320,6 +323,10 @@ class CatchUp(object):
         for number in range(first, first + self.max_rounds):
             report = await self.round(number)
             if report.estimate <= self.threshold:
+                return self.rounds
+            if (self.threshold_seconds and report.wire_rate and
+                    report.estimate / report.wire_rate
+                    <= self.threshold_seconds):
                 return self.rounds
             needed = (report.dirty_rate or 0) * (
                 report.wire_bytes / report.changed_bytes

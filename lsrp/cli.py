@@ -126,7 +126,11 @@ def add_parsers(subparsers):
     p.add_argument('--tls-key', required=True)
     p.add_argument('--name', default='terminal', help='This terminal\'s '
                    'name.')
-    p.add_argument('--threshold-mib', type=float, default=8)
+    p.add_argument('--threshold-mib', type=float, default=8,
+                   help='Stop when the next round would send at most this.')
+    p.add_argument('--threshold-seconds', type=float,
+                   help='Or when it would take at most this long at the '
+                   'rate the last round reached.')
     p.add_argument('--max-rounds', type=int, default=10)
     p.add_argument('--rate-limit-mib', type=float, default=0,
                    help='Cap in MiB/s over all streams (0: none).')
@@ -322,7 +326,8 @@ def do_catchup(args):
             threshold_bytes=int(args.threshold_mib * (1 << 20)),
             max_rounds=args.max_rounds,
             limiter=catchup.RateLimiter(int(args.rate_limit_mib * (1 << 20))),
-            report=report, dedup=not args.no_dedup, streams=args.streams)
+            report=report, dedup=not args.no_dedup, streams=args.streams,
+            threshold_seconds=args.threshold_seconds)
         rounds = asyncio.run(engine.run())
         if args.verify:
             final = asyncio.run(engine.round(len(rounds) + 1, verify=True))

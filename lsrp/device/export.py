@@ -17,6 +17,7 @@ from lsrp.device import manifest as manifest_mod
 from lsrp.device import record as record_mod
 from lsrp.device import writer as writer_mod
 from lsrp import exception
+from lsrp import progress as progress_mod
 from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
@@ -28,17 +29,6 @@ def default_parity(devices):
 
 def new_shipment_id():
     return 'fedex-%s' % uuid.uuid4().hex[:12]
-
-
-class _NullProgress(object):
-    def start(self, label, total):
-        pass
-
-    def advance(self, n):
-        pass
-
-    def finish(self):
-        pass
 
 
 def load_manifest(devset, crypto):
@@ -83,7 +73,7 @@ class Exporter(object):
         self.zstd_level = zstd_level
         self.workers = workers
         self.read_workers = read_workers
-        self.progress = progress or _NullProgress()
+        self.progress = progress or progress_mod.Progress('none')
         self.checkpoint_bytes = checkpoint_bytes
 
     # --- export -----------------------------------------------------------

@@ -25,6 +25,7 @@ from lsrp.device import journal as journal_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
 from lsrp import exception
+from lsrp import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def authorize(state_dir, shipment_id, images, source=None):
         {'images': sorted(images), 'source': source}).encode())
 
 
-def _groups(runs):
+def write_groups(runs):
     """Split runs into groups that are written at once.
 
     A group is adjacent runs of one kind; data groups hold at most
@@ -88,7 +89,7 @@ class Importer(object):
         self.state_dir = state_dir
         self.pool_map = pool_map or {}
         self.workers = workers
-        self.progress = progress or export_mod._NullProgress()
+        self.progress = progress or progress_mod.Progress('none')
         self.check_space = check_space
 
     def run(self, devices, expect_digest=None, require_sealed=True):
@@ -236,7 +237,7 @@ class Importer(object):
                 pending.popleft().result()
 
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
-            for group in _groups(runs):
+            for group in write_groups(runs):
                 if group[0][0] == manifest_mod.ZERO:
                     # A new image reads as zeros: only deltas write them.
                     if snap_index > 0:

@@ -54,7 +54,7 @@ async def _send_image(client, reader, manifest, img, disk):
         if started['offset'] >= snap['size']:
             continue   # there already, from an earlier run
         pending = []
-        for group in importer_mod._groups(snap['runs']):
+        for group in importer_mod.write_groups(snap['runs']):
             if group[0][0] == manifest_mod.ZERO:
                 if index == 0:
                     continue   # a new image reads as zeros

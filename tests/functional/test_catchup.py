@@ -140,6 +140,12 @@ class TestRounds(CatchUpTestCase):
                 await engine.round(1, verify=True)
                 self.write(spec, seed=2)
                 await engine.run()   # converges: nothing is writing now
+                # In seconds: a threshold no round can meet in bytes, met
+                # in time by the first round.
+                engine.threshold, engine.threshold_seconds = 0, 60
+                self.write(spec, seed=3)
+                before = len(engine.rounds)
+                self.assertEqual(before + 1, len(await engine.run()))
             finally:
                 await server.stop()
 
