@@ -66,12 +66,6 @@ class Manifest(object):
         _, shard_length, offset = self.stripes[-1]
         return offset + shard_length
 
-    def image(self, spec):
-        for img in self.images:
-            if '%s/%s' % (img['pool'], img['name']) == spec:
-                return img
-        return None
-
     def snapshot_names(self):
         """Names of the snapshots in shipping order (same for every image)."""
         return [s['name'] for s in self.images[0]['snapshots']] \

@@ -76,17 +76,16 @@ class ChunkReader(object):
 
     def read(self, digest, image='?', offset=0):
         """The plaintext of chunk ``digest``, verified; raises ChunkCorrupt."""
-        try:
-            stripe, start, length = self.manifest.chunks[digest]
-        except KeyError:
+        if digest not in self.manifest.chunks:
             raise exception.ChunkCorrupt(
                 shipment=self.manifest.shipment_id, chunk=digest[:16],
                 image=image, offset=offset, reason='not in the manifest')
-        data = self._stripe(stripe)
-        if data is not None:
-            plain = self.crypto.open_chunk(digest, data[start:start + length])
+        record = self._record(digest)
+        if record is not None:
+            plain = self.crypto.open_chunk(digest, record)
             if plain is not None:
                 return plain
+        stripe, start, length = self.manifest.chunks[digest]
         # Damaged: leave out shards, one combination at a time.
         for count in range(1, self.devset.m + 1):
             for leave_out in itertools.combinations(range(self.devset.n),

@@ -61,7 +61,6 @@ class ShipmentWriter(object):
         self._writes = []
         self._unsynced = {'stripes': [], 'chunks': {}}
         self._last_sync = time.monotonic()
-        self.new_bytes = 0         # record bytes written by this run
         self._replay()
 
     # --- resume ---------------------------------------------------------------
@@ -174,7 +173,6 @@ class ShipmentWriter(object):
         """Hand the buffered stripe to the stripe thread."""
         stripe = len(self.manifest.stripes) + len(self._unsynced['stripes'])
         data = b''.join(self._buffer)
-        k = self.devset.k
         shard_length = self.coder.shard_length(len(data))
         offset = (self.manifest.shards_end()
                   + sum(s[1] for s in self._unsynced['stripes']))
@@ -190,7 +188,6 @@ class ShipmentWriter(object):
                                     return_when=concurrent.futures.FIRST_COMPLETED)
         self._writes.append(self._stripe_writer.submit(
             self._encode_and_write, stripe, offset, data))
-        self.new_bytes += shard_length * (k + self.devset.m)
         self._buffer, self._buffered = [], 0
         self._buffer_chunks = {}
 
