@@ -51,6 +51,14 @@ def authorize(state_dir, shipment, disk):
             % (disk, shipment))
 
 
+class SharedSession(object):
+    """A session's sink, shared by the streams (connections) that use it."""
+
+    def __init__(self, disk, sink, shipment):
+        self.disk, self.sink, self.shipment = disk, sink, shipment
+        self.streams = 1
+
+
 class TerminalServer(object):
 
     def __init__(self, name, cluster, state_dir, ssl_context, host, port,
@@ -66,8 +74,8 @@ class TerminalServer(object):
         self._server = None
         self._handlers = set()
         self._tasks = set()
-        # session id -> [disk, sink, shipment, streams using it]: several
-        # connections (parallel streams) may write one session's round.
+        # session id -> SharedSession: several connections (parallel
+        # streams) may write one session's round.
         self.shared = {}
         self.workers = asyncio.Semaphore(workers)
         self.frame_timeout = frame_timeout
@@ -116,8 +124,7 @@ class PeerHandler(object):
         self.conn = conn
         self.peer = peer
         self.shaken = False
-        self.disks = {}       # session id -> (disk, sink)
-        self.shipments = {}   # session id -> shipment
+        self.sessions = set()  # ids of the sessions this connection uses
         self._closed = False
 
     async def run(self):
@@ -180,7 +187,7 @@ class PeerHandler(object):
             return
         if frame.type == m.GET_SERVER_STATE:
             await self.conn.respond(frame, {'state': 'ready', 'disks': sorted(
-                d for d, _ in self.disks.values())})
+                self.server.shared[s].disk for s in self.sessions)})
         elif frame.type == m.INIT_SESSION:
             await self._init_session(frame)
         elif frame.type in _START:
@@ -234,34 +241,37 @@ class PeerHandler(object):
         authorize(self.server.state_dir, shipment, disk)
         if 'attach' in frame.body:
             session = frame.body['attach']
-            entry = self.server.shared.get(session)
-            if entry is None or entry[0] != disk or entry[2] != shipment:
+            shared = self.server.shared.get(session)
+            if (shared is None or shared.disk != disk
+                    or shared.shipment != shipment):
                 raise exception.ProtocolError(
                     code='NOT_ALLOWED', reason='no session %d of %s to '
                     'attach to' % (session, disk))
             self.server.sessions.check(disk, session)
-            entry[3] += 1
-            sink = entry[1]
+            shared.streams += 1
         else:
             session = self.server.sessions.open(disk)
             # Sessions of this disk held by other connections are now stale.
             sink = await self._in_thread(sinks.RbdImageSink,
                                          self.server.cluster, disk, shipment)
-            self.server.shared[session] = [disk, sink, shipment, 1]
-        self.disks[session] = (disk, sink)
-        self.shipments[session] = shipment
-        size, snapshot = await self._in_thread(sink.info)
+            shared = self.server.shared[session] = SharedSession(
+                disk, sink, shipment)
+        self.sessions.add(session)
+        size, snapshot = await self._in_thread(shared.sink.info)
         body = {'session': session, 'size': size}
         if snapshot:
             body['snapshot'] = snapshot
         await self.conn.respond(frame, body)
 
-    def _session(self, frame, state=None):
-        entry = self.disks.get(frame.session)
-        if entry is None:
+    def _shared(self, frame):
+        if frame.session not in self.sessions:
             raise exception.StaleSession(code='STALE_SESSION', disk='?',
                                          session=frame.session, current=0)
-        disk, sink = entry
+        return self.server.shared[frame.session]
+
+    def _session(self, frame, state=None):
+        shared = self._shared(frame)
+        disk, sink = shared.disk, shared.sink
         self.server.sessions.check(disk, frame.session)
         if state and self.server.sessions.state(disk) != state:
             raise exception.ProtocolError(
@@ -272,6 +282,7 @@ class PeerHandler(object):
     async def _config_file(self, frame):
         """D8: a VM's configuration, in pieces, kept with its shipment."""
         self._session(frame)
+        shipment = self._shared(frame).shipment
         body = frame.body
         name = body['name']
         if not _CONFIG_NAME.match(name):
@@ -282,8 +293,7 @@ class PeerHandler(object):
             raise exception.ProtocolError(
                 code='NOT_ALLOWED', reason='config file %s beyond %d bytes'
                 % (name, MAX_CONFIG))
-        directory = os.path.join(self.server.state_dir,
-                                 self.shipments[frame.session], 'config')
+        directory = os.path.join(self.server.state_dir, shipment, 'config')
         await self._in_thread(_write_piece, directory, name, body['offset'],
                               body['data'], body['last'])
         await self.conn.respond(frame, {
@@ -317,20 +327,20 @@ class PeerHandler(object):
             return
         self._closed = True
         try:
-            for session, (disk, sink) in list(self.disks.items()):
-                await self._release(session, disk, sink)
+            for session in list(self.sessions):
+                await self._release(session)
         finally:
-            self.disks = {}
+            self.sessions = set()
             await self.conn.close()
 
-    async def _release(self, session, disk, sink):
+    async def _release(self, session):
         """This connection leaves a session; the last one closes the sink."""
-        entry = self.server.shared.get(session)
-        if entry is not None:
-            entry[3] -= 1
-            if entry[3] > 0:
-                return   # other streams of the session go on
-            del self.server.shared[session]
+        shared = self.server.shared[session]
+        shared.streams -= 1
+        if shared.streams > 0:
+            return   # other streams of the session go on
+        del self.server.shared[session]
+        disk, sink = shared.disk, shared.sink
         try:
             # Roll back only rounds this session still owns.
             if self.server.sessions.state(disk) == sessions_mod.REPLICATING:
