@@ -106,14 +106,6 @@ class Demo(object):
         self.times[name] = round(time.monotonic() - begin, 2)
         self.out('  %-10s %6.2f s' % (name, self.times[name]))
 
-    def _sha(self, site, spec):
-        s = self.sb.site(site)
-        cmd = 'rbd -c %s --keyring %s export --no-progress %s - | sha256sum' \
-            % (s.conf, s.keyring, spec)
-        return subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
-                              capture_output=True, text=True,
-                              check=True).stdout.split()[0]
-
     def run(self):
         a, b = self.sb.site('site-a'), self.sb.site('site-b')
         self.ca = Cluster(a.conf, a.keyring, site='site-a')
@@ -235,8 +227,9 @@ class Demo(object):
         writer.resume()
         writer.join()
 
-        equal = all(self._sha('site-a', '%s@%s' % (s, final.snapshot)) ==
-                    self._sha('site-b', '%s@%s' % (s, final.snapshot))
+        a, b = self.sb.site('site-a'), self.sb.site('site-b')
+        equal = all(a.export_sha256('%s@%s' % (s, final.snapshot)) ==
+                    b.export_sha256('%s@%s' % (s, final.snapshot))
                     for s in self.specs)
         wan_bytes = sum(r.wire_bytes for r in rounds)
         summary = {

@@ -11,6 +11,7 @@ under /etc/ceph or /var/lib/ceph is used and two sites run side by side.
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -430,6 +431,19 @@ class SandboxSite(object):
     def destroy(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def export_sha256(self, spec):
+        """``rbd export <spec> - | sha256sum`` of this site.
+
+        The check made with clients we did not write, for the tests, the
+        benchmarks and the demo.
+        """
+        cmd = 'rbd -c %s --keyring %s export --no-progress %s - | sha256sum' \
+            % (shlex.quote(self.conf), shlex.quote(self.keyring),
+               shlex.quote(spec))
+        return subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
+                              capture_output=True, text=True,
+                              check=True).stdout.split()[0]
 
     # --- reporting -----------------------------------------------------
 

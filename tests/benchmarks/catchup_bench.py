@@ -64,10 +64,7 @@ class Bench(object):
                 '--no-progress'] + list(args)
 
     def sha(self, site, spec):
-        cmd = ' '.join(self.rbd(site, 'export', spec, '-')) + ' | sha256sum'
-        return subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
-                              capture_output=True, text=True,
-                              check=True).stdout.split()[0]
+        return site.export_sha256(spec)
 
     def write(self, offset, mib, compressible):
         with self.ca.pool('vms') as pool, pool.open_image(self.name) as img:

@@ -90,12 +90,7 @@ class FunctionalTestCase(testtools.TestCase):
 
     def cli_sha256(self, site, spec):
         """``rbd export <spec> - | sha256sum``, with the real programs."""
-        s = self.sandbox.site(site)
-        cmd = 'rbd -c %s --keyring %s export --no-progress %s - | sha256sum' % (
-            s.conf, s.keyring, spec)
-        out = subprocess.run(['bash', '-o', 'pipefail', '-c', cmd],
-                             capture_output=True, check=True)
-        return out.stdout.split()[0].decode()
+        return self.sandbox.site(site).export_sha256(spec)
 
     def cli_diff(self, site, spec, from_snap=None):
         args = ['diff', '--format', 'json', spec]

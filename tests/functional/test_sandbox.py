@@ -52,12 +52,7 @@ class TestSandboxLifeCycle(testtools.TestCase):
         return self._digest()
 
     def _digest(self):
-        s = self.sb.site('site-a')
-        out = subprocess.run(
-            ['bash', '-o', 'pipefail', '-c',
-             'rbd -c %s export --no-progress vms/keep - | sha256sum' % s.conf],
-            check=True, capture_output=True, text=True)
-        return out.stdout.split()[0]
+        return self.sb.site('site-a').export_sha256('vms/keep')
 
     def test_life_cycle(self):
         begin = time.monotonic()
