@@ -328,11 +328,11 @@ class CatchUp(object):
                     report.estimate / report.wire_rate
                     <= self.threshold_seconds):
                 return self.rounds
-            needed = (report.dirty_rate or 0) * (
-                report.wire_bytes / report.changed_bytes
-                if report.changed_bytes else 1.0)
-            if (number >= first + 2 and report.wire_rate
-                    and needed >= report.wire_rate
+            # The wire traffic the writers make per second: the estimate
+            # is that much over one round's time.
+            needed = report.estimate / report.seconds if report.seconds else 0
+            if (number >= first + 2 and report.dirty_rate
+                    and report.wire_rate and needed >= report.wire_rate
                     and report.wire_bytes >= self.rounds[-2].wire_bytes):
                 raise exception.ShipmentError(
                     shipment=self.shipment, reason='catch-up cannot converge:'
