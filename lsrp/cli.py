@@ -264,6 +264,25 @@ def do_show(args):
     print(json.dumps(out, indent=1))
 
 
+def _terminal(address, args):
+    """An async factory of connections to the terminal at HOST:PORT."""
+    missing = [flag for flag, value in (
+        ('--server-name', args.server_name), ('--tls-ca', args.tls_ca),
+        ('--tls-cert', args.tls_cert), ('--tls-key', args.tls_key))
+        if not value]
+    if missing:
+        raise exception.FedexException(
+            'talking to the terminal at %s needs %s'
+            % (address, ', '.join(missing)))
+    host, port = address.rsplit(':', 1)
+    context = tls.client_context(args.tls_ca, args.tls_cert, args.tls_key)
+
+    async def connect():
+        return await catchup.TerminalClient(
+            host, int(port), context, args.server_name, args.name).connect()
+    return connect
+
+
 def do_authorize(args):
     importer_mod.authorize(CONF.shipment.state_dir, args.shipment_id,
                            args.images)
@@ -274,14 +293,10 @@ def do_authorize(args):
 def do_import(args):
     pool_map = dict(m.split('=', 1) for m in args.pool_map)
     if args.remote:
-        host, port = args.remote.rsplit(':', 1)
-        context = tls.client_context(args.tls_ca, args.tls_cert,
-                                     args.tls_key)
+        connect = _terminal(args.remote, args)
 
         async def remote():
-            client = await catchup.TerminalClient(
-                host, int(port), context, args.server_name,
-                args.name).connect()
+            client = await connect()
             try:
                 return await remote_mod.send_device_set(
                     client, args.devices, _keys(), args.expect_digest,
@@ -303,12 +318,7 @@ def do_import(args):
 
 
 def do_catchup(args):
-    host, port = args.server.rsplit(':', 1)
-    context = tls.client_context(args.tls_ca, args.tls_cert, args.tls_key)
-
-    async def connect():
-        return await catchup.TerminalClient(
-            host, int(port), context, args.server_name, args.name).connect()
+    connect = _terminal(args.server, args)
 
     def report(r):
         print(json.dumps({'event': 'round', 'round': r.round,
