@@ -98,7 +98,12 @@ class TerminalClient(object):
 
 RoundReport = collections.namedtuple(
     'RoundReport', 'round snapshot changed_bytes wire_bytes seconds '
-                   'dirty_rate wire_rate estimate')
+                   'dirty_rate wire_rate estimate resumes')
+
+# A round that fails with one of these is resumed under new sessions (the
+# destination answers REPLICATION_START with the offset to go on from).
+_CONNECTION_LOST = (exception.ConnectionClosed, ConnectionError, OSError,
+                    asyncio.TimeoutError, asyncio.IncompleteReadError)
 
 
 class DiskSender(object):
@@ -116,6 +121,8 @@ class DiskSender(object):
         self.window = window
         self.dedup = dedup
         self._zstd = zstandard.ZstdCompressor(level=1)
+        self.changed = self.wire = 0
+        self.resumed_at = 0
 
     async def send(self, from_snapshot, snapshot, verify=False, extra=()):
         """Returns (changed bytes, bytes on the wire).
@@ -134,15 +141,21 @@ class DiskSender(object):
                 started = await conn.request(m.REPLICATION_START, {
                     'snapshot': snapshot, 'from_snapshot': from_snapshot,
                     'size': size}, session)
-                if started['offset'] >= size:
+                self.resumed_at = started['offset']
+                if self.resumed_at >= size:
                     return 0, 0   # applied by an earlier run
+                if self.resumed_at:
+                    LOG.info('%s: the destination has this round up to '
+                             'offset %d; going on from there', self.spec,
+                             self.resumed_at)
                 streams = [_Stream(self, conn, session)]
                 for client in extra:
                     await client.conn.request(m.INIT_SESSION, {
                         'disk': self.spec, 'shipment': self.shipment,
                         'attach': session})
                     streams.append(_Stream(self, client.conn, session))
-                changed = await self._stream(streams, image, from_snapshot)
+                changed = await self._stream(streams, image, from_snapshot,
+                                             self.resumed_at)
                 body = {'snapshot': snapshot}
                 if verify:
                     body['image_digest'] = await asyncio.to_thread(
@@ -164,9 +177,10 @@ class DiskSender(object):
         return [digest_mod.block_digest(data[start:start + DEDUP_BLOCK])
                 for start in range(0, len(data), DEDUP_BLOCK)]
 
-    async def _stream(self, streams, image, from_snapshot):
+    async def _stream(self, streams, image, from_snapshot, start=0):
         """Deal the changed pieces over the streams, in turn; drain them."""
-        changes = image.iter_changes(from_snapshot, chunk_size=self.block)
+        changes = image.iter_changes(from_snapshot, chunk_size=self.block,
+                                     start=start)
         self.changed = self.wire = 0
         done = object()
         turn = 0
@@ -247,7 +261,8 @@ class CatchUp(object):
     def __init__(self, cluster, connect, shipment, disks, base_snapshot,
                  threshold_bytes=8 << 20, max_rounds=10, prefix=None,
                  limiter=None, compress=True, report=None, dedup=True,
-                 streams=1, threshold_seconds=None):
+                 streams=1, threshold_seconds=None, retries=3,
+                 retry_delay=1.0):
         self.cluster = cluster
         self.connect = connect          # async () -> TerminalClient
         self.shipment = shipment
@@ -264,6 +279,8 @@ class CatchUp(object):
         self.report = report or (lambda r: None)
         self.dedup = dedup
         self.streams = streams
+        self.retries = retries
+        self.retry_delay = retry_delay
         self.rounds = []
         self._last_snapshot_time = None
 
@@ -283,22 +300,24 @@ class CatchUp(object):
         await asyncio.to_thread(self._snapshot, snapshot)
         since = begin - (self._last_snapshot_time or begin)
         self._last_snapshot_time = begin
-        clients = [[await self.connect() for _ in range(self.streams)]
-                   for _ in self.disks]
-        try:
-            results = await asyncio.gather(*[
-                DiskSender(mine[0], self.cluster, spec, self.shipment,
-                           self.limiter, self.compress,
-                           dedup=self.dedup).send(
-                               self.previous, snapshot, verify, mine[1:])
-                for mine, spec in zip(clients, self.disks)])
-        finally:
-            for mine in clients:
-                for client in mine:
-                    await client.close()
+        changed = wire = resumes = 0
+        for attempt in range(self.retries + 1):
+            senders, failures = await self._send_all(snapshot, verify)
+            # Pieces sent again after a resume count twice: the estimate
+            # of the next round errs high, never low.
+            wire += sum(s.wire for s in senders)
+            changed += sum(s.changed for s in senders)
+            if not failures:
+                break
+            lost = [f for f in failures if isinstance(f, _CONNECTION_LOST)]
+            if len(lost) < len(failures) or attempt == self.retries:
+                raise failures[0]
+            resumes += 1
+            LOG.warning('round %d: connection lost (%s); resuming under new '
+                        'sessions in %.0f s', number, lost[0],
+                        self.retry_delay)
+            await asyncio.sleep(self.retry_delay)
         seconds = time.monotonic() - begin
-        changed = sum(r[0] for r in results)
-        wire = sum(r[1] for r in results)
         dirty_rate = changed / since if since else None
         wire_rate = wire / seconds if seconds else None
         # What the next round will put on the wire: what is written during
@@ -308,11 +327,37 @@ class CatchUp(object):
         estimate = (dirty_rate * seconds * ratio if dirty_rate is not None
                     else wire)
         report = RoundReport(number, snapshot, changed, wire, seconds,
-                             dirty_rate, wire_rate, estimate)
+                             dirty_rate, wire_rate, estimate, resumes)
         self.rounds.append(report)
         self.previous = snapshot
         self.report(report)
         return report
+
+    async def _send_all(self, snapshot, verify):
+        """Every disk's share of a round; returns (senders, exceptions)."""
+        clients = []
+        try:
+            for _ in self.disks:
+                clients.append([await self.connect()
+                                for _ in range(self.streams)])
+        except _CONNECTION_LOST as e:
+            for mine in clients:
+                for client in mine:
+                    await client.close()
+            return [], [e]
+        senders = [DiskSender(mine[0], self.cluster, spec, self.shipment,
+                              self.limiter, self.compress, dedup=self.dedup)
+                   for mine, spec in zip(clients, self.disks)]
+        try:
+            results = await asyncio.gather(*[
+                sender.send(self.previous, snapshot, verify, mine[1:])
+                for sender, mine in zip(senders, clients)],
+                return_exceptions=True)
+        finally:
+            for mine in clients:
+                for client in mine:
+                    await client.close()
+        return senders, [r for r in results if isinstance(r, BaseException)]
 
     async def run(self):
         """Rounds until the estimate fits; returns the list of reports.

@@ -132,6 +132,9 @@ def add_parsers(subparsers):
                    help='Or when it would take at most this long at the '
                    'rate the last round reached.')
     p.add_argument('--max-rounds', type=int, default=10)
+    p.add_argument('--retries', type=int, default=3, help='Times a round '
+                   'whose connections were lost is resumed (from the offset '
+                   'the destination acknowledged) before giving up.')
     p.add_argument('--rate-limit-mib', type=float, default=0,
                    help='Cap in MiB/s over all streams (0: none).')
     p.add_argument('--no-dedup', action='store_true')
@@ -328,7 +331,8 @@ def do_catchup(args):
                           'seconds': round(r.seconds, 3),
                           'dirty_rate': r.dirty_rate and round(r.dirty_rate),
                           'wire_rate': r.wire_rate and round(r.wire_rate),
-                          'estimate': round(r.estimate)}), flush=True)
+                          'estimate': round(r.estimate),
+                          'resumes': r.resumes}), flush=True)
 
     with _cluster(args) as cluster:
         engine = catchup.CatchUp(
@@ -337,7 +341,7 @@ def do_catchup(args):
             max_rounds=args.max_rounds,
             limiter=catchup.RateLimiter(int(args.rate_limit_mib * (1 << 20))),
             report=report, dedup=not args.no_dedup, streams=args.streams,
-            threshold_seconds=args.threshold_seconds)
+            threshold_seconds=args.threshold_seconds, retries=args.retries)
         rounds = asyncio.run(engine.run())
         if args.verify:
             final = asyncio.run(engine.round(len(rounds) + 1, verify=True))

@@ -92,6 +92,12 @@ server_opts = [
                default=30, min=1,
                help='Seconds a peer may take to finish a frame it started; '
                     'then it gets a TRUNCATED error and is disconnected.'),
+    cfg.IntOpt('resume_timeout',
+               default=300, min=0,
+               help='Seconds a round whose source lost its connection is '
+                    'kept, half-applied, for a new session to resume from '
+                    'the last acknowledged offset; then it is rolled back '
+                    'to its base snapshot. 0 rolls back at once.'),
     cfg.StrOpt('tls_ca',
                help='CA certificate that signs every terminal certificate.'),
     cfg.StrOpt('tls_cert',

@@ -4,7 +4,8 @@ by snapshot, over LSRP to the terminal next to the destination cluster.
 
 The remote sink writes a staging image and names it only after the final
 snapshot's digest matched the manifest's, so an interrupted remote import
-never looks finished; running it again continues (see lsrp.server.sinks).
+never looks finished; running it again continues (see lsrp.server.sinks),
+from the offset the remote terminal acknowledged if it kept the round.
 """
 
 import asyncio
@@ -51,10 +52,13 @@ async def _send_image(client, reader, manifest, img, disk):
             start['from_snapshot'] = previous
         started = await conn.request(m.REPLICATION_START, start, session)
         previous = snap['name']
-        if started['offset'] >= snap['size']:
+        resume = started['offset']
+        if resume >= snap['size']:
             continue   # there already, from an earlier run
         pending = []
         for group in importer_mod.write_groups(snap['runs']):
+            if group[-1][1] + group[-1][2] <= resume:
+                continue   # acknowledged before the connection was lost
             if group[0][0] == manifest_mod.ZERO:
                 if index == 0:
                     continue   # a new image reads as zeros

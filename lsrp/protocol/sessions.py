@@ -80,6 +80,10 @@ class SessionRegistry(object):
             raise exception.StaleSession(code='STALE_SESSION', disk=disk,
                                          session=session, current=current)
 
+    def current(self, disk):
+        """The disk's current session id; 0 if none."""
+        return self._current.get(disk, (0, IDLE))[0]
+
     def state(self, disk):
         return self._current.get(disk, (0, IDLE))[1]
 

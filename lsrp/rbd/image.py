@@ -316,14 +316,17 @@ class Image(object):
         return self._read_ahead(pieces, workers, window)
 
     def iter_changes(self, from_snapshot, whole_object=False,
-                     chunk_size=4 << 20, workers=4, window=8):
+                     chunk_size=4 << 20, workers=4, window=8, start=0):
         """Yield ``(Extent, data)`` for what changed since ``from_snapshot``.
 
         Ranges that no longer exist come as ``(Extent(.., False), None)``:
-        they read as zeros now.
+        they read as zeros now. Pieces that end at or before ``start`` are
+        left out (a resumed transfer).
         """
         pieces = extents_mod.split(self.extents(
             from_snapshot, whole_object=whole_object), chunk_size)
+        if start:
+            pieces = (p for p in pieces if p.offset + p.length > start)
         return self._read_ahead(pieces, workers, window)
 
     def _read_ahead(self, pieces, workers, window):

@@ -36,7 +36,8 @@ async def serve(conf):
         server = service.TerminalServer(s.name, cluster,
                                         conf.shipment.state_dir, context,
                                         s.host, s.port,
-                                        frame_timeout=s.frame_timeout)
+                                        frame_timeout=s.frame_timeout,
+                                        resume_timeout=s.resume_timeout)
         await server.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -52,17 +52,46 @@ def authorize(state_dir, shipment, disk):
 
 
 class SharedSession(object):
-    """A session's sink, shared by the streams (connections) that use it."""
+    """A session's sink, shared by the streams (connections) that use it.
 
-    def __init__(self, disk, sink, shipment):
+    ``acked`` holds, per stream, the end of the last update it applied. A
+    stream's updates come in offset order and are applied one after the
+    other, so every change below the smallest of these ends is applied:
+    that is the offset a new session resumes from when the streams were
+    lost mid-round.
+    """
+
+    def __init__(self, disk, sink, shipment, resume=0):
         self.disk, self.sink, self.shipment = disk, sink, shipment
-        self.streams = 1
+        self.streams = 0
+        self.resume = resume   # a kept round may go on from here
+        self.offset = 0        # where the current round started
+        self.acked = {}
+        # A request of the round failed (a bad digest...): what came after
+        # it may be applied while it is not, so no offset is safe.
+        self.failed = False
+        self.busy = 0          # sink operations running in threads
+
+    def attach(self, stream):
+        self.streams += 1
+        self.acked[stream] = self.offset
+
+    def started(self, offset):
+        self.offset = offset
+        self.acked = dict.fromkeys(self.acked, offset)
+        self.failed = False
+
+    def frontier(self):
+        """Where a new session may resume this round, or None."""
+        if self.failed:
+            return None
+        return min(self.acked.values(), default=self.offset)
 
 
 class TerminalServer(object):
 
     def __init__(self, name, cluster, state_dir, ssl_context, host, port,
-                 workers=4, frame_timeout=30):
+                 workers=4, frame_timeout=30, resume_timeout=300):
         self.name = name
         self.cluster = cluster
         self.state_dir = state_dir
@@ -79,6 +108,11 @@ class TerminalServer(object):
         self.shared = {}
         self.workers = asyncio.Semaphore(workers)
         self.frame_timeout = frame_timeout
+        # disk -> (SharedSession, offset, timer): rounds whose source was
+        # lost, kept for a new session to resume until the timer fires.
+        self.resume_timeout = resume_timeout
+        self.kept = {}
+        self._dropping = {}   # disk -> task rolling a kept round back
 
     async def start(self):
         self._server = await asyncio.start_server(
@@ -98,6 +132,88 @@ class TerminalServer(object):
         # Connections that ended by themselves may still be closing their
         # sinks (rolling back): wait for them, or the rollback is lost.
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for disk in list(self.kept):
+            shared, _, timer = self.kept.pop(disk)
+            timer.cancel()
+            await self._drop(shared, 'the terminal stops')
+        await asyncio.gather(*self._dropping.values(),
+                             return_exceptions=True)
+
+    # --- rounds kept for a resume ------------------------------------------
+
+    def keep(self, shared):
+        """Keep a round whose streams are all gone; False if it cannot be."""
+        offset = shared.frontier()
+        if not self.resume_timeout or offset is None:
+            return False
+        LOG.warning('%s: the source was lost mid-round; the round is kept '
+                    '%d s for a new session to resume at offset %d',
+                    shared.disk, self.resume_timeout, offset)
+        timer = asyncio.get_running_loop().call_later(
+            self.resume_timeout, self._expire, shared)
+        self.kept[shared.disk] = (shared, offset, timer)
+        return True
+
+    def _expire(self, shared):
+        entry = self.kept.get(shared.disk)
+        if entry is None or entry[0] is not shared:
+            return
+        del self.kept[shared.disk]
+        task = asyncio.ensure_future(self._drop(
+            shared, 'no source resumed the round in %d s'
+            % self.resume_timeout))
+        self._dropping[shared.disk] = task
+        task.add_done_callback(
+            lambda t: self._dropping.pop(shared.disk, None))
+
+    async def _drop(self, shared, why):
+        LOG.warning('%s: %s; rolling it back', shared.disk, why)
+        try:
+            await asyncio.to_thread(shared.sink.abort)
+        except exception.FedexException as e:
+            LOG.error('%s: rollback failed: %s', shared.disk, e)
+        finally:
+            await asyncio.to_thread(shared.sink.close)
+
+    def live_round(self, disk, shipment):
+        """The SharedSession of a round of ``disk`` under way, or None."""
+        shared = self.shared.get(self.sessions.current(disk))
+        if (shared is None or shared.sink is None
+                or shared.shipment != shipment
+                or self.sessions.state(disk) != sessions_mod.REPLICATING):
+            return None
+        return shared
+
+    async def take_over(self, old):
+        """A new session takes the round of ``old``: ``(sink, offset)``.
+
+        A source whose connections broke may come back before this side
+        noticed. Call it once the new session is open: the old session's
+        frames are refused from then on, and those being applied are
+        waited for (they count for nothing in the offset).
+        """
+        offset = old.frontier()
+        sink, old.sink = old.sink, None
+        while old.busy:
+            await asyncio.sleep(0.01)
+        LOG.warning('%s: a new session takes the round over at offset %s',
+                    old.disk, offset)
+        return sink, offset or 0
+
+    async def take_kept(self, disk, shipment):
+        """The kept round of ``disk``, as ``(sink, offset)``, or None."""
+        if disk in self._dropping:
+            await asyncio.gather(self._dropping[disk],
+                                 return_exceptions=True)
+        entry = self.kept.pop(disk, None)
+        if entry is None:
+            return None
+        shared, offset, timer = entry
+        timer.cancel()
+        if shared.shipment != shipment:
+            await self._drop(shared, 'another shipment took the disk')
+            return None
+        return shared.sink, offset
 
     async def _accept(self, reader, writer):
         ssl_object = writer.get_extra_info('ssl_object')
@@ -134,6 +250,7 @@ class PeerHandler(object):
                 try:
                     await self._dispatch(frame)
                 except exception.ProtocolError as e:
+                    self._failed(frame)
                     # Answer the request that failed, by its seq.
                     await self.conn.send_error(e.code, str(e), frame.seq,
                                                frame.session)
@@ -149,6 +266,7 @@ class PeerHandler(object):
                 except exception.FedexException as e:
                     # A failure here (Ceph, a full pool): the peer hears
                     # what it was; the connection stays usable.
+                    self._failed(frame)
                     LOG.error('%s: %s failed: %s', self.peer, frame.name, e)
                     await self.conn.send_error('INTERNAL', str(e), frame.seq,
                                                frame.session)
@@ -162,6 +280,18 @@ class PeerHandler(object):
             LOG.info('%s', e)
         except (ConnectionError, OSError, asyncio.IncompleteReadError) as e:
             LOG.info('%s: connection lost: %s', self.peer, e)
+
+    def _failed(self, frame):
+        if frame.session in self.sessions:
+            self.server.shared[frame.session].failed = True
+
+    async def _sink_op(self, shared, fn, *args):
+        """A sink operation; a session taking the sink over waits for it."""
+        shared.busy += 1
+        try:
+            return await self._in_thread(fn, *args)
+        finally:
+            shared.busy -= 1
 
     async def _in_thread(self, fn, *args):
         async with self.server.workers:
@@ -192,18 +322,21 @@ class PeerHandler(object):
             await self._init_session(frame)
         elif frame.type in _START:
             disk, sink = self._session(frame)
+            shared = self._shared(frame)
             body = frame.body
-            done = await self._in_thread(sink.start, body['snapshot'],
+            offset = await self._sink_op(shared, sink.start,
+                                         body['snapshot'],
                                          body.get('from_snapshot'),
-                                         body['size'])
+                                         body['size'], shared.resume)
+            shared.resume = 0
+            shared.started(offset)
             self.server.sessions.move(disk, frame.session,
                                       sessions_mod.REPLICATING)
-            if done:
+            if offset >= body['size']:
                 # Snapshot N is here already: this round has nothing to do.
                 self.server.sessions.move(disk, frame.session,
                                           sessions_mod.COMPLETE)
-            await self.conn.respond(frame, {
-                'offset': body['size'] if done else 0})
+            await self.conn.respond(frame, {'offset': offset})
         elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
             await self._update(frame)
         elif frame.type == m.TRANSFER_CONFIG_FILE:
@@ -214,15 +347,17 @@ class PeerHandler(object):
             if not 0 < body['block'] <= MAX_BLOCK:
                 raise exception.ProtocolError(
                     code='BAD_FIELD', reason='block size %d' % body['block'])
-            differ = await self._in_thread(sink.differing, body['offset'],
-                                           body['block'], body['digests'])
+            differ = await self._sink_op(self._shared(frame), sink.differing,
+                                         body['offset'], body['block'],
+                                         body['digests'])
             await self.conn.respond(frame, {'offset': body['offset'],
                                             'differ': differ})
         elif frame.type in _COMPLETE:
             disk, sink = self._session(frame, sessions_mod.REPLICATING)
             digest = frame.body.get('image_digest')
-            await self._in_thread(sink.complete, frame.body['snapshot'],
-                                  digest, frame.body.get('final', False))
+            await self._sink_op(self._shared(frame), sink.complete,
+                                frame.body['snapshot'], digest,
+                                frame.body.get('final', False))
             self.server.sessions.move(disk, frame.session,
                                       sessions_mod.COMPLETE)
             body = {'snapshot': frame.body['snapshot']}
@@ -248,14 +383,23 @@ class PeerHandler(object):
                     code='NOT_ALLOWED', reason='no session %d of %s to '
                     'attach to' % (session, disk))
             self.server.sessions.check(disk, session)
-            shared.streams += 1
         else:
+            kept = await self.server.take_kept(disk, shipment)
+            live = self.server.live_round(disk, shipment)
             session = self.server.sessions.open(disk)
             # Sessions of this disk held by other connections are now stale.
-            sink = await self._in_thread(sinks.RbdImageSink,
-                                         self.server.cluster, disk, shipment)
+            if live is not None:
+                kept = await self.server.take_over(live)
+            if kept:
+                sink, resume = kept
+            else:
+                sink = await self._in_thread(sinks.RbdImageSink,
+                                             self.server.cluster, disk,
+                                             shipment)
+                resume = 0
             shared = self.server.shared[session] = SharedSession(
-                disk, sink, shipment)
+                disk, sink, shipment, resume)
+        shared.attach(self)
         self.sessions.add(session)
         size, snapshot = await self._in_thread(shared.sink.info)
         body = {'session': session, 'size': size}
@@ -303,7 +447,8 @@ class PeerHandler(object):
         disk, sink = self._session(frame, sessions_mod.REPLICATING)
         body = frame.body
         if frame.type == m.REPLICATION_ZERO:
-            await self._in_thread(sink.zero, body['offset'], body['length'])
+            await self._sink_op(self._shared(frame), sink.zero,
+                                body['offset'], body['length'])
             end = body['offset'] + body['length']
         else:
             data = body['data']
@@ -318,8 +463,10 @@ class PeerHandler(object):
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s: block at %d' % (
                         disk, body['offset']))
-            await self._in_thread(sink.write, body['offset'], data)
+            await self._sink_op(self._shared(frame), sink.write,
+                                body['offset'], data)
             end = body['offset'] + len(data)
+        self._shared(frame).acked[self] = end
         await self.conn.respond(frame, {'acked': end})
 
     async def close(self):
@@ -341,17 +488,24 @@ class PeerHandler(object):
             return   # other streams of the session go on
         del self.server.shared[session]
         disk, sink = shared.disk, shared.sink
+        if sink is None:
+            return   # a new session took the round over
+        kept = False
         try:
-            # Roll back only rounds this session still owns.
+            # Only rounds this session still owns: kept for a resume, or
+            # rolled back.
             if self.server.sessions.state(disk) == sessions_mod.REPLICATING:
                 self.server.sessions.check(disk, session)
-                await self._in_thread(sink.abort)
+                kept = self.server.keep(shared)
+                if not kept:
+                    await self._in_thread(sink.abort)
         except exception.StaleSession:
             pass
         except exception.FedexException as e:
             LOG.error('%s: rollback failed: %s', disk, e)
         finally:
-            await self._in_thread(sink.close)
+            if not kept:
+                await self._in_thread(sink.close)
 
 
 def _write_piece(directory, name, offset, data, last):

@@ -3,7 +3,8 @@
 A round is atomic: it starts from snapshot N-1 and ends with snapshot N.
 Before applying anything the sink makes sure the image head equals N-1
 (``rbd import-diff`` only checks that a snapshot of that name exists), and a
-round that does not complete is rolled back to N-1.
+round that does not complete is rolled back to N-1 - unless a new session
+resumes it first (the server decides; see doc/source/protocol.rst).
 
 A round without N-1 is a full replication (a device set imported through
 this terminal): it goes to ``<name>.importing-<shipment>``, which becomes
@@ -37,6 +38,7 @@ class RbdImageSink(object):
                 break
         self.base = None      # N-1 of the round in progress
         self.started = False
+        self.round = None     # (N-1, N, size) of the round in progress
 
     def close(self):
         if self._image is not None:
@@ -65,14 +67,25 @@ class RbdImageSink(object):
             if self._image.size() != size:
                 self._image.resize(size)
         self.base, self.started = None, True
-        return False
 
-    def start(self, snapshot, from_snapshot, size):
-        """Prepare a round N-1 -> N; returns True if N is already there."""
+    def start(self, snapshot, from_snapshot, size, resume=0):
+        """Prepare a round N-1 -> N; returns the offset to go on from.
+
+        That is ``size`` if N is here already; ``resume`` if this very round
+        was interrupted and everything it changed below ``resume`` is
+        applied (the server knows from the acknowledgements); else 0.
+        """
         if self._image is not None and self._image.snapshot_exists(snapshot):
-            return True
+            return size
+        wanted = (from_snapshot, snapshot, size)
+        if resume and self.started and self.round == wanted:
+            LOG.info('%s: round %s -> %s resumes at offset %d', self.spec,
+                     from_snapshot, snapshot, resume)
+            return resume
+        self.round = wanted
         if from_snapshot is None:
-            return self._start_full(size)
+            self._start_full(size)
+            return 0
         if self._image is None or not self._image.snapshot_exists(
                 from_snapshot):
             raise exception.ProtocolError(
@@ -87,7 +100,7 @@ class RbdImageSink(object):
         if self._image.size() != size:
             self._image.resize(size)
         self.base, self.started = from_snapshot, True
-        return False
+        return 0
 
     def differing(self, offset, block, digests):
         """Indexes of the blocks whose content here has another digest."""

@@ -22,7 +22,7 @@ class ScriptedCatchUp(catchup.CatchUp):
         changed, wire, seconds, dirty = self.script.pop(0)
         report = catchup.RoundReport(
             number, 'r%d' % number, changed, wire, seconds, dirty,
-            wire / seconds, dirty * seconds * (wire / changed))
+            wire / seconds, dirty * seconds * (wire / changed), 0)
         self.rounds.append(report)
         return report
 
