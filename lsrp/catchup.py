@@ -96,14 +96,17 @@ class TerminalClient(object):
             await self.conn.close()
 
 
+# ``DiskSender.send(AT_DESTINATION, ...)``: from the destination's newest.
+AT_DESTINATION = object()
+
 RoundReport = collections.namedtuple(
     'RoundReport', 'round snapshot changed_bytes wire_bytes seconds '
                    'dirty_rate wire_rate estimate resumes')
 
 # A round that fails with one of these is resumed under new sessions (the
 # destination answers REPLICATION_START with the offset to go on from).
-_CONNECTION_LOST = (exception.ConnectionClosed, ConnectionError, OSError,
-                    asyncio.TimeoutError, asyncio.IncompleteReadError)
+CONNECTION_LOST = (exception.ConnectionClosed, ConnectionError, OSError,
+                   asyncio.TimeoutError, asyncio.IncompleteReadError)
 
 
 class DiskSender(object):
@@ -124,23 +127,42 @@ class DiskSender(object):
         self.changed = self.wire = 0
         self.resumed_at = 0
 
-    async def send(self, from_snapshot, snapshot, verify=False, extra=()):
+    async def send(self, from_snapshot, snapshot, verify=False, extra=(),
+                   describe=False, group=None):
         """Returns (changed bytes, bytes on the wire).
 
+        ``from_snapshot`` None sends every allocated extent (a full copy);
+        AT_DESTINATION: the newest snapshot the destination reports.
         ``extra``: more connected TerminalClients; they attach to the same
         session and carry a share of the blocks (parallel streams).
+        ``describe``: tell the destination the image's object size and
+        features (a device set records them). ``group``: snapshot N waits
+        for that group's commit (``commit_group``).
         """
         conn = self.client.conn
         opened = await conn.request(m.INIT_SESSION, {
             'disk': self.spec, 'shipment': self.shipment})
         session = opened['session']
+        if from_snapshot is AT_DESTINATION:
+            from_snapshot = opened.get('snapshot')
+            if from_snapshot is None:
+                raise exception.ShipmentError(
+                    shipment=self.shipment, reason='the destination holds no '
+                    'snapshot of %s to go on from: send the seed first'
+                    % self.spec)
         pool_name, name = self.spec.split('/', 1)
         with self.cluster.pool(pool_name) as pool:
             with pool.open_image(name, snapshot=snapshot) as image:
                 size = image.size()
-                started = await conn.request(m.REPLICATION_START, {
-                    'snapshot': snapshot, 'from_snapshot': from_snapshot,
-                    'size': size}, session)
+                start = {'snapshot': snapshot, 'size': size}
+                if from_snapshot is not None:
+                    start['from_snapshot'] = from_snapshot
+                if describe:
+                    info = await asyncio.to_thread(image.info)
+                    start.update(object_size=info.object_size,
+                                 features=list(info.feature_names))
+                started = await conn.request(m.REPLICATION_START, start,
+                                             session)
                 self.resumed_at = started['offset']
                 if self.resumed_at >= size:
                     return 0, 0   # applied by an earlier run
@@ -157,6 +179,8 @@ class DiskSender(object):
                 changed = await self._stream(streams, image, from_snapshot,
                                              self.resumed_at)
                 body = {'snapshot': snapshot}
+                if group:
+                    body['group'] = group
                 if verify:
                     body['image_digest'] = await asyncio.to_thread(
                         image.digest, 'blake3')
@@ -184,16 +208,30 @@ class DiskSender(object):
         self.changed = self.wire = 0
         done = object()
         turn = 0
-        while True:
-            item = await asyncio.to_thread(next, changes, done)
-            if item is done:
-                break
-            piece, data = item
-            self.changed += piece.length
-            await streams[turn % len(streams)].piece(piece, data)
-            turn += 1
-        for stream in streams:
-            await stream.drain()
+        reading = None
+        try:
+            while True:
+                # Shielded: a cancelled round still waits for the read
+                # running in its thread (below) before the image closes.
+                reading = asyncio.ensure_future(
+                    asyncio.to_thread(next, changes, done))
+                item = await asyncio.shield(reading)
+                if item is done:
+                    break
+                piece, data = item
+                self.changed += piece.length
+                await streams[turn % len(streams)].piece(piece, data)
+                turn += 1
+            for stream in streams:
+                await stream.drain()
+        finally:
+            # NOTE: close the read-ahead here, not when the garbage
+            # collector finds it: its thread pool then joins its threads
+            # from whatever thread the collector runs in - once, from a
+            # thread being started, which deadlocked.
+            if reading is not None:
+                await asyncio.wait([reading])
+            await asyncio.to_thread(changes.close)
         return self.changed
 
 
@@ -255,6 +293,14 @@ class _Stream(object):
             self.conn.check(await future, type_)
 
 
+async def commit_group(client, group, disks, snapshot):
+    """C4 prepare, then commit: ``snapshot`` on all ``disks`` or none."""
+    for phase in ('prepare', 'commit'):
+        await client.conn.request(m.CTL_GROUP_PREPARE_AND_COMMIT, {
+            'group': group, 'phase': phase, 'disks': list(disks),
+            'snapshot': snapshot})
+
+
 class CatchUp(object):
     """Rounds for a set of disks, ``streams`` connections per disk."""
 
@@ -284,20 +330,12 @@ class CatchUp(object):
         self.rounds = []
         self._last_snapshot_time = None
 
-    def _snapshot(self, name):
-        by_pool = collections.defaultdict(list)
-        for spec in self.disks:
-            pool, image = spec.split('/', 1)
-            by_pool[pool].append(image)
-        for pool, images in by_pool.items():
-            with self.cluster.pool(pool) as p:
-                p.snapshot_images(images, name)
-
     async def round(self, number, verify=False):
         """One round: snapshot, send every disk in parallel, report."""
         snapshot = '%s%d' % (self.prefix, number)
         begin = time.monotonic()
-        await asyncio.to_thread(self._snapshot, snapshot)
+        await asyncio.to_thread(self.cluster.snapshot_images, self.disks,
+                                snapshot)
         since = begin - (self._last_snapshot_time or begin)
         self._last_snapshot_time = begin
         changed = wire = resumes = 0
@@ -309,7 +347,7 @@ class CatchUp(object):
             changed += sum(s.changed for s in senders)
             if not failures:
                 break
-            lost = [f for f in failures if isinstance(f, _CONNECTION_LOST)]
+            lost = [f for f in failures if isinstance(f, CONNECTION_LOST)]
             if len(lost) < len(failures) or attempt == self.retries:
                 raise failures[0]
             resumes += 1
@@ -340,7 +378,7 @@ class CatchUp(object):
             for _ in self.disks:
                 clients.append([await self.connect()
                                 for _ in range(self.streams)])
-        except _CONNECTION_LOST as e:
+        except CONNECTION_LOST as e:
             for mine in clients:
                 for client in mine:
                     await client.close()
@@ -350,14 +388,23 @@ class CatchUp(object):
                    for mine, spec in zip(clients, self.disks)]
         try:
             results = await asyncio.gather(*[
-                sender.send(self.previous, snapshot, verify, mine[1:])
+                sender.send(self.previous, snapshot, verify, mine[1:],
+                            group=snapshot)
                 for sender, mine in zip(senders, clients)],
                 return_exceptions=True)
+            failures = [r for r in results if isinstance(r, BaseException)]
+            if not failures:
+                # Snapshot N appears on every disk at once, or on none.
+                try:
+                    await commit_group(clients[0][0], snapshot, self.disks,
+                                       snapshot)
+                except CONNECTION_LOST as e:
+                    failures.append(e)
         finally:
             for mine in clients:
                 for client in mine:
                     await client.close()
-        return senders, [r for r in results if isinstance(r, BaseException)]
+        return senders, failures
 
     async def run(self):
         """Rounds until the estimate fits; returns the list of reports.

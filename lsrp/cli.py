@@ -25,6 +25,7 @@ from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import importer as importer_mod
 from lsrp.device import keystore
+from lsrp.device import receiver as receiver_mod
 from lsrp.device import remote as remote_mod
 from lsrp.device import verify as verify_mod
 from lsrp import exception
@@ -77,10 +78,24 @@ def _progress(parser):
                         'none otherwise).')
 
 
+def _remote(parser, what):
+    parser.add_argument('--remote', metavar='HOST:PORT', help=what)
+    parser.add_argument('--server-name', help='With --remote: the name in '
+                        'its certificate.')
+    parser.add_argument('--tls-ca')
+    parser.add_argument('--tls-cert')
+    parser.add_argument('--tls-key')
+    parser.add_argument('--name', default='terminal', help='This '
+                        'terminal\'s name.')
+
+
 def add_parsers(subparsers):
     p = subparsers.add_parser('export', help='Export images at a snapshot '
                               'onto a new device set.')
     p.add_argument('images', nargs='+', metavar='POOL/IMAGE')
+    _remote(p, 'Send the images to the lsrp-server of the terminal the '
+            'devices are plugged into (declared there with "lsrp authorize '
+            '--device"), instead of writing local devices.')
     p.add_argument('--snapshot', required=True)
     p.add_argument('--create-snapshot', action='store_true',
                    help='Take the snapshot on every image first (pause the '
@@ -89,7 +104,7 @@ def add_parsers(subparsers):
     p.add_argument('--parity', type=int, help='Devices that may be lost '
                    '(default 1 with 3 or more devices, else 0).')
     p.add_argument('--chunk-size', type=int)
-    _devices(p)
+    _devices(p, required=False)
     _ceph_args(p)
     _progress(p)
 
@@ -98,6 +113,9 @@ def add_parsers(subparsers):
     p.add_argument('--shipment-id', required=True)
     p.add_argument('--snapshot', required=True)
     p.add_argument('--create-snapshot', action='store_true')
+    p.add_argument('images', nargs='*', metavar='POOL/IMAGE', help='With '
+                   '--remote: the images of the shipment.')
+    _remote(p, 'The terminal the devices are plugged into (see export).')
     _ceph_args(p)
     _progress(p)
 
@@ -146,24 +164,22 @@ def add_parsers(subparsers):
 
     p = subparsers.add_parser('authorize', help='Let this terminal\'s '
                               'lsrp-server accept these images of a '
-                              'shipment (a remote import, catch-up).')
+                              'shipment (a remote import, catch-up), or, '
+                              'with --device, write them onto these devices '
+                              '(a remote export).')
     p.add_argument('--shipment-id', required=True)
     p.add_argument('images', nargs='+', metavar='POOL/IMAGE')
+    _devices(p, required=False)
+    p.add_argument('--parity', type=int, help='With --device: devices that '
+                   'may be lost (default 1 with 3 or more devices, else 0).')
 
     p = subparsers.add_parser('import', help='Import a sealed device set '
                               'into the local cluster, verified.')
     _devices(p)
     p.add_argument('--expect-digest', help='The digest printed by seal at '
                    'the sending site.')
-    p.add_argument('--remote', metavar='HOST:PORT', help='Send the images '
-                   'to the lsrp-server of the terminal next to the '
-                   'destination cluster, instead of writing to a local one.')
-    p.add_argument('--server-name', help='With --remote: the name in its '
-                   'certificate.')
-    p.add_argument('--tls-ca')
-    p.add_argument('--tls-cert')
-    p.add_argument('--tls-key')
-    p.add_argument('--name', default='terminal')
+    _remote(p, 'Send the images to the lsrp-server of the terminal next '
+            'to the destination cluster, instead of writing to a local one.')
     p.add_argument('--skip-space-check', action='store_true',
                    help='Import even when a pool seems too small for the '
                    'shipment.')
@@ -211,7 +227,33 @@ def _exporter(args, cluster):
         CONF.ceph.read_workers, _progress_for(args), s.checkpoint_mib << 20)
 
 
+def _send_remote(args, cluster, consolidate):
+    connect = _terminal(args.remote, args)
+
+    def report(spec, changed, wire):
+        _print(args, {'event': 'sent', 'image': spec, 'changed_bytes':
+                      changed, 'wire_bytes': wire},
+               'sent %s: %d bytes (%d on the wire)' % (spec, changed, wire))
+    if args.create_snapshot:
+        cluster.snapshot_images(args.images, args.snapshot)
+    asyncio.run(remote_mod.send_images(
+        connect, cluster, args.shipment_id, args.images, args.snapshot,
+        consolidate, report=report))
+
+
 def do_export(args):
+    if args.remote:
+        if not args.shipment_id or args.devices:
+            raise exception.FedexException(
+                'export --remote needs --shipment-id (as declared at the '
+                'terminal) and no --device: the devices are over there')
+        with _cluster(args) as cluster:
+            _send_remote(args, cluster, consolidate=False)
+        _print(args, {'event': 'exported', 'shipment_id': args.shipment_id},
+               'exported through %s: %s' % (args.remote, args.shipment_id))
+        return
+    if not args.devices:
+        raise exception.FedexException('export needs --device (or --remote)')
     with _cluster(args) as cluster:
         shipment_id = _exporter(args, cluster).export(
             args.images, args.snapshot, args.devices, args.shipment_id,
@@ -222,6 +264,17 @@ def do_export(args):
 
 
 def do_consolidate(args):
+    if args.remote:
+        if not args.images:
+            raise exception.FedexException(
+                'consolidate --remote needs the images of the shipment')
+        with _cluster(args) as cluster:
+            _send_remote(args, cluster, consolidate=True)
+        _print(args, {'event': 'consolidated',
+                      'shipment_id': args.shipment_id},
+               'consolidated through %s: %s' % (args.remote,
+                                                args.shipment_id))
+        return
     with _cluster(args) as cluster:
         version = _exporter(args, cluster).consolidate(
             args.shipment_id, args.snapshot, args.create_snapshot)
@@ -287,6 +340,14 @@ def _terminal(address, args):
 
 
 def do_authorize(args):
+    if args.devices:
+        receiver_mod.declare(CONF.shipment.state_dir, _keys(),
+                             args.shipment_id, args.images, args.devices,
+                             args.parity, CONF.shipment.chunk_size)
+        print('authorized: %s for %s, onto %s' % (
+            ', '.join(args.images), args.shipment_id,
+            ', '.join(args.devices)))
+        return
     importer_mod.authorize(CONF.shipment.state_dir, args.shipment_id,
                            args.images)
     print('authorized: %s for %s' % (', '.join(args.images),

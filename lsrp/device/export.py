@@ -111,7 +111,7 @@ class Exporter(object):
             key = self.key_store.get(shipment_id)
         else:
             if create_snapshot:
-                self._create_snapshots(images, snapshot)
+                self.cluster.snapshot_images(images, snapshot)
             key = self.key_store.create(shipment_id)
             rec = dict(wanted, shipment_id=shipment_id, state='exporting',
                        source={'site': self.cluster.site,
@@ -131,15 +131,6 @@ class Exporter(object):
         self._write_version(record, rec, devset, crypto, manifest, 1,
                             snapshot, None)
         return shipment_id
-
-    def _create_snapshots(self, images, snapshot):
-        by_pool = {}
-        for spec in images:
-            pool, name = spec.split('/', 1)
-            by_pool.setdefault(pool, []).append(name)
-        for pool, names in by_pool.items():
-            with self.cluster.pool(pool) as p:
-                p.snapshot_images(names, snapshot)
 
     def _describe(self, spec, snapshot):
         pool_name, name = spec.split('/', 1)
@@ -190,7 +181,7 @@ class Exporter(object):
                 'shipment' % snapshot)
         else:
             if create_snapshot:
-                self._create_snapshots(rec['images'], snapshot)
+                self.cluster.snapshot_images(rec['images'], snapshot)
             rec['snapshots'].append(snapshot)
             record.save(rec)
         previous = manifest.snapshot_names()[-1]

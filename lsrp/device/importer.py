@@ -52,12 +52,16 @@ def open_shipment(devices, key_store, expect_digest=None):
     return devset, crypto, manifest
 
 
-def authorize(state_dir, shipment_id, images, source=None):
-    """Let lsrp-server accept sessions for these images of a shipment."""
+def authorize(state_dir, shipment_id, images, source=None, sink='rbd'):
+    """Let lsrp-server accept sessions for these images of a shipment.
+
+    ``sink``: where their rounds go: ``rbd`` (the images, on this site's
+    cluster) or ``devices`` (the shipment's device set, see receiver).
+    """
     path = os.path.join(state_dir, shipment_id, 'authorized.json')
     os.makedirs(os.path.dirname(path), exist_ok=True)
     deviceset_mod.write_atomic(path, json.dumps(
-        {'images': sorted(images), 'source': source}).encode())
+        {'images': sorted(images), 'source': source, 'sink': sink}).encode())
 
 
 def write_groups(runs):

@@ -1,6 +1,10 @@
-"""A device set imported through a remote terminal (the thesis' Import
-Client): this terminal reads the devices and streams every image, snapshot
-by snapshot, over LSRP to the terminal next to the destination cluster.
+"""Device sets and a remote terminal, both ways, over LSRP.
+
+``send_device_set``: a device set imported through a remote terminal (the
+thesis' Import Client): this terminal reads the devices and streams every
+image, snapshot by snapshot, to the terminal next to the destination cluster.
+``send_images``: the other way round, images streamed from the source
+cluster to the terminal the devices are plugged into (lsrp.device.receiver).
 
 The remote sink writes a staging image and names it only after the final
 snapshot's digest matched the manifest's, so an interrupted remote import
@@ -10,12 +14,16 @@ from the offset the remote terminal acknowledged if it kept the round.
 
 import asyncio
 
+from oslo_log import log as logging
+
+from lsrp import catchup
 from lsrp.device import importer as importer_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
 from lsrp.protocol import messages as m
 from lsrp.rbd import digest as digest_mod
 
+LOG = logging.getLogger(__name__)
 WINDOW = 16
 BATCH = 4 << 20
 
@@ -79,3 +87,40 @@ async def _send_image(client, reader, manifest, img, disk):
         await conn.request(m.REPLICATION_COMPLETE, {
             'snapshot': snap['name'], 'image_digest': snap['digest'],
             'final': index == last}, session)
+
+
+async def send_images(connect, cluster, shipment_id, images, snapshot,
+                      consolidate=False, retries=3, retry_delay=1.0,
+                      report=None):
+    """Stream images at ``snapshot`` to the terminal holding the devices.
+
+    The thesis' Export Driver: that terminal writes them onto the device
+    set of ``shipment_id`` (declared there with ``lsrp authorize
+    --device``). Without ``consolidate`` the snapshot is the seed (every
+    allocated extent); with it, what changed since the newest snapshot the
+    devices hold. One image after the other; an image whose connection
+    was lost goes on from the offset the devices' journal holds.
+    Returns ``{image: (changed bytes, bytes on the wire)}``.
+    """
+    base = catchup.AT_DESTINATION if consolidate else None
+    sent = {}
+    for spec in images:
+        for attempt in range(retries + 1):
+            client = await connect()
+            sender = catchup.DiskSender(client, cluster, spec, shipment_id,
+                                        dedup=False)
+            try:
+                sent[spec] = await sender.send(base, snapshot, verify=True,
+                                               describe=True)
+                break
+            except catchup.CONNECTION_LOST as e:
+                if attempt == retries:
+                    raise
+                LOG.warning('%s: connection lost (%s); going on in %.0f s',
+                            spec, e, retry_delay)
+                await asyncio.sleep(retry_delay)
+            finally:
+                await client.close()
+        if report:
+            report(spec, *sent[spec])
+    return sent

@@ -61,7 +61,7 @@ def verify(devices, key_store, expect_digest=None):
             for snap in img['snapshots']:
                 segments = [s for s in overlay(segments, snap['runs'])
                             if s[0] < snap['size']]
-                actual = _digest(reader, segments, snap['size'])
+                actual = image_digest(reader, segments, snap['size'])
                 spec = '%s/%s' % (img['pool'], img['name'])
                 if actual != snap['digest']:
                     raise exception.ImageDigestMismatch(
@@ -78,7 +78,8 @@ def verify(devices, key_store, expect_digest=None):
             'missing_devices': devset.missing(), 'images': images}
 
 
-def _digest(reader, segments, size):
+def image_digest(reader, segments, size):
+    """The image digest of a snapshot rebuilt as ``segments``."""
     hasher = digest_mod.new_hash('blake3')
     pos = 0
     cached = (None, None)

@@ -50,6 +50,7 @@ FIELDS = {
     'code': _str, 'message': _str, 'group': _str, 'phase': _str,
     'acked': _int, 'image_digest': _str, 'version_id': _int,
     'zstd': _bool, 'final': _bool, 'attach': _int,
+    'object_size': _int, 'features': _list_of(_str),
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -62,14 +63,18 @@ _MESSAGES = {
     # With ``attach``, another stream (connection) joins that session.
     0x03: ('INIT_SESSION', 'D3', ('disk', 'shipment', 'attach?'),
            ('session', 'size', 'snapshot?')),
-    0x04: ('REPLICATION_START', 'D4', ('snapshot', 'from_snapshot?', 'size'),
+    # ``object_size`` and ``features`` describe the image for a sink that
+    # records it (a device set); ``offset``: where to go on from.
+    0x04: ('REPLICATION_START', 'D4', ('snapshot', 'from_snapshot?', 'size',
+                                       'object_size?', 'features?'),
            ('offset',)),
     0x05: ('REPLICATION_CHECKSUM', 'D5', ('offset', 'block', 'digests'),
            ('offset', 'differ')),
     0x06: ('REPLICATION_UPDATE', 'D6', ('offset', 'data', 'digest', 'zstd?'),
            ('acked',)),
+    # With ``group``, snapshot N waits for that group's commit (C4).
     0x07: ('REPLICATION_COMPLETE', 'D7',
-           ('snapshot', 'image_digest?', 'final?'),
+           ('snapshot', 'image_digest?', 'final?', 'group?'),
            ('snapshot', 'image_digest?')),
     0x08: ('TRANSFER_CONFIG_FILE', 'D8', ('name', 'offset', 'data', 'last'),
            ('acked',)),
@@ -87,7 +92,10 @@ _MESSAGES = {
     0x21: ('CTL_GET_SERVER_STATE', 'C1', (), ('state', 'disks')),
     0x22: ('CTL_REPLICATION_START', 'C2', ('group', 'disks'), ()),
     0x23: ('CTL_TRANSFER_CONFIG_FILE', 'C3', ('name',), ()),
-    0x24: ('CTL_GROUP_PREPARE_AND_COMMIT', 'C4', ('group', 'phase'), ()),
+    # phase 'prepare': every disk has its round applied, recorded; 'commit':
+    # snapshot N on every disk of the group, or on none.
+    0x24: ('CTL_GROUP_PREPARE_AND_COMMIT', 'C4',
+           ('group', 'phase', 'disks', 'snapshot'), ('phase', 'disks')),
     0x25: ('CTL_DELTA_CONSOLIDATION_START', 'C5', ('group', 'disks'), ()),
     0x26: ('CTL_DELTA_CONSOLIDATION_UPDATE', 'C6', ('group',), ()),
     0x41: ('EV_GET_SERVER_STATE', 'E1', ('state', 'disks'), ()),

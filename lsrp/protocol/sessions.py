@@ -22,6 +22,9 @@ IDLE = 'IDLE'
 SESSION = 'SESSION'            # a source holds the disk (D3 answered)
 REPLICATING = 'REPLICATING'    # D4/D9 accepted: updates may flow
 COMPLETE = 'COMPLETE'          # D7/D11 done: a snapshot was taken
+# D7 of a group's round: all applied, snapshot N waits for the group's
+# commit (C4).
+PREPARED = 'PREPARED'
 
 _TRANSITIONS = frozenset([
     (IDLE, SESSION),            # INIT_SESSION
@@ -29,6 +32,9 @@ _TRANSITIONS = frozenset([
     (SESSION, REPLICATING),     # REPLICATION_START / DELTA_..._START
     (REPLICATING, SESSION),     # a new source takes over mid-way
     (REPLICATING, COMPLETE),    # REPLICATION_COMPLETE / DELTA_..._COMPLETE
+    (REPLICATING, PREPARED),    # REPLICATION_COMPLETE with a group
+    (PREPARED, COMPLETE),       # the group's commit took snapshot N
+    (PREPARED, SESSION),        # a new source takes over before the commit
     (COMPLETE, SESSION),        # the next round, by a new session
     (COMPLETE, REPLICATING),    # the next snapshot in the same session
 ])

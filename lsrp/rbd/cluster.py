@@ -1,5 +1,6 @@
 """Connections to a site's Ceph cluster, its pools and RBD groups."""
 
+import collections
 import json
 import os
 
@@ -129,6 +130,19 @@ class Cluster(object):
                               missing=exception.PoolNotFound):
             ioctx = self._rados.open_ioctx(name)
         return Pool(self, name, ioctx)
+
+    def snapshot_images(self, specs, snapshot):
+        """Create ``snapshot`` on each ``pool/image``, pool by pool.
+
+        See :meth:`Pool.snapshot_images` for when the set is consistent.
+        """
+        by_pool = collections.OrderedDict()
+        for spec in specs:
+            pool, name = spec.split('/', 1)
+            by_pool.setdefault(pool, []).append(name)
+        for pool, names in by_pool.items():
+            with self.pool(pool) as p:
+                p.snapshot_images(names, snapshot)
 
 
 class Pool(object):

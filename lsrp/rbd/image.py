@@ -331,7 +331,8 @@ class Image(object):
 
     def _read_ahead(self, pieces, workers, window):
         pending = collections.deque()
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(workers)
+        try:
             for piece in pieces:
                 future = (pool.submit(self.read, piece.offset, piece.length)
                           if piece.exists else None)
@@ -342,6 +343,16 @@ class Image(object):
             while pending:
                 piece, future = pending.popleft()
                 yield piece, future and future.result()
+        finally:
+            # An abandoned generator may be finished by the garbage
+            # collector, in any thread - once inside a thread's start, where
+            # joining threads deadlocks. So: no join; the reads still
+            # running are waited for (the image must outlive them).
+            futures = [f for _, f in pending if f is not None]
+            for future in futures:
+                future.cancel()
+            concurrent.futures.wait(futures)
+            pool.shutdown(wait=False)
 
     def digest(self, algorithm='sha256'):
         """Digest of the whole image (at the open snapshot), holes as zeros.

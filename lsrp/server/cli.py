@@ -3,7 +3,9 @@
     lsrp-server --config-file /etc/lsrp/lsrp.conf
 
 Serves LSRP over mutual TLS ([server] options) into the local cluster
-([ceph]) for the shipments imported on this terminal ([shipment] state_dir).
+([ceph]) for the shipments imported on this terminal ([shipment] state_dir),
+and onto the devices of shipments declared here to be received
+(``lsrp authorize --device``; keys in [shipment] key_dir).
 Stops cleanly on SIGTERM: it stops accepting, rolls back rounds that did not
 complete, and exits 0.
 """
@@ -16,6 +18,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp.device import keystore
 from lsrp import exception
 from lsrp import opts
 from lsrp.rbd import Cluster
@@ -27,7 +30,7 @@ LOG = logging.getLogger(__name__)
 
 
 async def serve(conf):
-    s, c = conf.server, conf.ceph
+    s, c, sh = conf.server, conf.ceph, conf.shipment
     context = tls.server_context(s.tls_ca, s.tls_cert, s.tls_key)
     with Cluster(c.conf_file, c.keyring, client=c.client_name,
                  site=c.site_name, connect_timeout=c.connect_timeout,
@@ -37,7 +40,15 @@ async def serve(conf):
                                         conf.shipment.state_dir, context,
                                         s.host, s.port,
                                         frame_timeout=s.frame_timeout,
-                                        resume_timeout=s.resume_timeout)
+                                        resume_timeout=s.resume_timeout,
+                                        key_store=keystore.FileKeyStore(
+                                            sh.key_dir),
+                                        device_options={
+                                            'shard_size': sh.shard_size,
+                                            'zstd_level': sh.zstd_level,
+                                            'workers': sh.workers,
+                                            'checkpoint_bytes':
+                                                sh.checkpoint_mib << 20})
         await server.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -15,12 +15,14 @@ import re
 from oslo_log import log as logging
 import zstandard
 
+from lsrp.device import receiver
 from lsrp import exception
 from lsrp.protocol import connection as connection_mod
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
 from lsrp.protocol import sessions as sessions_mod
 from lsrp.rbd import digest as digest_mod
+from lsrp.server import groups as groups_mod
 from lsrp.server import sinks
 from lsrp import tls
 
@@ -33,14 +35,21 @@ _ZSTD = zstandard.ZstdDecompressor()
 _DATA = (m.REPLICATION_UPDATE, m.DELTA_CONSOLIDATION_UPDATE)
 _START = (m.REPLICATION_START, m.DELTA_CONSOLIDATION_START)
 _COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
+# A round in these states has changed the image and has no snapshot N yet.
+_UNDER_WAY = (sessions_mod.REPLICATING, sessions_mod.PREPARED)
 
 
 def authorize(state_dir, shipment, disk):
-    """Raise NOT_ALLOWED unless ``disk`` belongs to a shipment we imported."""
+    """The shipment's entry if ``disk`` is one of its images we know of.
+
+    Known: imported here, or declared to be received on devices here. Else
+    raise NOT_ALLOWED.
+    """
     path = os.path.join(state_dir, shipment, 'authorized.json')
     try:
         with open(path) as f:
-            allowed = json.load(f)['images']
+            entry = json.load(f)
+        allowed = entry['images']
     except (OSError, ValueError, KeyError):
         raise exception.ProtocolError(
             code='NOT_ALLOWED', reason='shipment %s is not known here' %
@@ -49,6 +58,7 @@ def authorize(state_dir, shipment, disk):
         raise exception.ProtocolError(
             code='NOT_ALLOWED', reason='%s is not an image of shipment %s'
             % (disk, shipment))
+    return entry
 
 
 class SharedSession(object):
@@ -61,8 +71,10 @@ class SharedSession(object):
     lost mid-round.
     """
 
-    def __init__(self, disk, sink, shipment, resume=0):
+    def __init__(self, disk, sink, shipment, resume=0, peer=None):
         self.disk, self.sink, self.shipment = disk, sink, shipment
+        self.peer = peer       # the terminal (certificate name) it serves
+        self.group = None      # the group a prepared round waits for
         self.streams = 0
         self.resume = resume   # a kept round may go on from here
         self.offset = 0        # where the current round started
@@ -91,7 +103,8 @@ class SharedSession(object):
 class TerminalServer(object):
 
     def __init__(self, name, cluster, state_dir, ssl_context, host, port,
-                 workers=4, frame_timeout=30, resume_timeout=300):
+                 workers=4, frame_timeout=30, resume_timeout=300,
+                 key_store=None, device_options=None):
         self.name = name
         self.cluster = cluster
         self.state_dir = state_dir
@@ -108,13 +121,19 @@ class TerminalServer(object):
         self.shared = {}
         self.workers = asyncio.Semaphore(workers)
         self.frame_timeout = frame_timeout
+        # For shipments written onto devices here (lsrp.device.receiver).
+        self.key_store = key_store
+        self.device_options = device_options or {}
         # disk -> (SharedSession, offset, timer): rounds whose source was
         # lost, kept for a new session to resume until the timer fires.
         self.resume_timeout = resume_timeout
         self.kept = {}
+        self.groups = groups_mod.GroupLog(state_dir)
         self._dropping = {}   # disk -> task rolling a kept round back
 
     async def start(self):
+        # Commits a killed terminal left half done are finished first.
+        await asyncio.to_thread(self.groups.recover, self.cluster)
         self._server = await asyncio.start_server(
             self._accept, self.host, self.port, ssl=self.ssl_context,
             limit=frames.MAX_BODY + frames.HEADER_SIZE)
@@ -144,7 +163,8 @@ class TerminalServer(object):
     def keep(self, shared):
         """Keep a round whose streams are all gone; False if it cannot be."""
         offset = shared.frontier()
-        if not self.resume_timeout or offset is None:
+        if (not self.resume_timeout or offset is None
+                or shared.sink.durable_progress):
             return False
         LOG.warning('%s: the source was lost mid-round; the round is kept '
                     '%d s for a new session to resume at offset %d',
@@ -180,7 +200,7 @@ class TerminalServer(object):
         shared = self.shared.get(self.sessions.current(disk))
         if (shared is None or shared.sink is None
                 or shared.shipment != shipment
-                or self.sessions.state(disk) != sessions_mod.REPLICATING):
+                or self.sessions.state(disk) not in _UNDER_WAY):
             return None
         return shared
 
@@ -324,10 +344,13 @@ class PeerHandler(object):
             disk, sink = self._session(frame)
             shared = self._shared(frame)
             body = frame.body
+            image = {k: body[k] for k in ('object_size', 'features')
+                     if k in body}
             offset = await self._sink_op(shared, sink.start,
                                          body['snapshot'],
                                          body.get('from_snapshot'),
-                                         body['size'], shared.resume)
+                                         body['size'], shared.resume,
+                                         image or None)
             shared.resume = 0
             shared.started(offset)
             self.server.sessions.move(disk, frame.session,
@@ -337,6 +360,8 @@ class PeerHandler(object):
                 self.server.sessions.move(disk, frame.session,
                                           sessions_mod.COMPLETE)
             await self.conn.respond(frame, {'offset': offset})
+        elif frame.type == m.CTL_GROUP_PREPARE_AND_COMMIT:
+            await self._group(frame)
         elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
             await self._update(frame)
         elif frame.type == m.TRANSFER_CONFIG_FILE:
@@ -354,12 +379,24 @@ class PeerHandler(object):
                                             'differ': differ})
         elif frame.type in _COMPLETE:
             disk, sink = self._session(frame, sessions_mod.REPLICATING)
+            shared = self._shared(frame)
             digest = frame.body.get('image_digest')
-            await self._sink_op(self._shared(frame), sink.complete,
-                                frame.body['snapshot'], digest,
-                                frame.body.get('final', False))
-            self.server.sessions.move(disk, frame.session,
-                                      sessions_mod.COMPLETE)
+            if 'group' in frame.body:
+                if frame.body.get('final') or not hasattr(sink, 'prepare'):
+                    raise exception.ProtocolError(
+                        code='NOT_ALLOWED', reason='%s: this round cannot '
+                        'wait for a group commit' % disk)
+                await self._sink_op(shared, sink.prepare,
+                                    frame.body['snapshot'], digest)
+                shared.group = frame.body['group']
+                self.server.sessions.move(disk, frame.session,
+                                          sessions_mod.PREPARED)
+            else:
+                await self._sink_op(shared, sink.complete,
+                                    frame.body['snapshot'], digest,
+                                    frame.body.get('final', False))
+                self.server.sessions.move(disk, frame.session,
+                                          sessions_mod.COMPLETE)
             body = {'snapshot': frame.body['snapshot']}
             if digest:
                 body['image_digest'] = digest
@@ -373,7 +410,7 @@ class PeerHandler(object):
 
     async def _init_session(self, frame):
         disk, shipment = frame.body['disk'], frame.body['shipment']
-        authorize(self.server.state_dir, shipment, disk)
+        entry = authorize(self.server.state_dir, shipment, disk)
         if 'attach' in frame.body:
             session = frame.body['attach']
             shared = self.server.shared.get(session)
@@ -382,6 +419,10 @@ class PeerHandler(object):
                 raise exception.ProtocolError(
                     code='NOT_ALLOWED', reason='no session %d of %s to '
                     'attach to' % (session, disk))
+            if not shared.sink.parallel_streams:
+                raise exception.ProtocolError(
+                    code='NOT_ALLOWED', reason='%s is written to devices: one'
+                    ' stream, in offset order' % disk)
             self.server.sessions.check(disk, session)
         else:
             kept = await self.server.take_kept(disk, shipment)
@@ -393,12 +434,11 @@ class PeerHandler(object):
             if kept:
                 sink, resume = kept
             else:
-                sink = await self._in_thread(sinks.RbdImageSink,
-                                             self.server.cluster, disk,
+                sink = await self._in_thread(self._new_sink, entry, disk,
                                              shipment)
                 resume = 0
             shared = self.server.shared[session] = SharedSession(
-                disk, sink, shipment, resume)
+                disk, sink, shipment, resume, self.peer)
         shared.attach(self)
         self.sessions.add(session)
         size, snapshot = await self._in_thread(shared.sink.info)
@@ -406,6 +446,64 @@ class PeerHandler(object):
         if snapshot:
             body['snapshot'] = snapshot
         await self.conn.respond(frame, body)
+
+    async def _group(self, frame):
+        """C4: a group's round becomes visible on all its disks at once."""
+        body = frame.body
+        group, phase, snapshot = body['group'], body['phase'], body['snapshot']
+        if phase not in ('prepare', 'commit'):
+            raise exception.ProtocolError(
+                code='BAD_FIELD', reason='group phase %r: prepare or commit'
+                % phase[:32])
+        registry = self.server.sessions
+        members = {}
+        for disk in body['disks']:
+            session = registry.current(disk)
+            shared = self.server.shared.get(session)
+            if (shared is None or shared.sink is None
+                    or shared.peer != self.peer):
+                raise exception.ProtocolError(
+                    code='BAD_STATE', reason='group %s: %s has no session of '
+                    '%s here' % (group, disk, self.peer))
+            state = registry.state(disk)
+            if (state == sessions_mod.PREPARED and shared.group == group
+                    and shared.sink.prepared == snapshot):
+                members[disk] = (session, shared)
+            elif not (state == sessions_mod.COMPLETE and await
+                      self._sink_op(shared, shared.sink.has_snapshot,
+                                    snapshot)):
+                # (COMPLETE with N: committed by an earlier attempt.)
+                raise exception.ProtocolError(
+                    code='BAD_STATE', reason='group %s: %s is %s, not '
+                    'prepared for %s' % (group, disk, state, snapshot))
+        for _, shared in members.values():
+            shared.busy += 1     # a take-over waits for the commit
+        try:
+            if phase == 'prepare':
+                await self._in_thread(self.server.groups.prepare, group,
+                                      snapshot, list(members))
+            else:
+                await self._in_thread(self.server.groups.commit, group,
+                                      snapshot, {d: s.sink for d, (_, s)
+                                                 in members.items()})
+                for disk, (session, _) in members.items():
+                    registry.move(disk, session, sessions_mod.COMPLETE)
+        finally:
+            for _, shared in members.values():
+                shared.busy -= 1
+        await self.conn.respond(frame, {'phase': phase,
+                                        'disks': sorted(body['disks'])})
+
+    def _new_sink(self, entry, disk, shipment):
+        if entry.get('sink') == 'devices':
+            if self.server.key_store is None:
+                raise exception.ProtocolError(
+                    code='NOT_ALLOWED', reason='this terminal has no key '
+                    'store to write shipment %s with' % shipment)
+            return receiver.DeviceSetSink(
+                self.server.state_dir, self.server.key_store, shipment, disk,
+                self.peer, **self.server.device_options)
+        return sinks.RbdImageSink(self.server.cluster, disk, shipment)
 
     def _shared(self, frame):
         if frame.session not in self.sessions:
@@ -494,7 +592,7 @@ class PeerHandler(object):
         try:
             # Only rounds this session still owns: kept for a resume, or
             # rolled back.
-            if self.server.sessions.state(disk) == sessions_mod.REPLICATING:
+            if self.server.sessions.state(disk) in _UNDER_WAY:
                 self.server.sessions.check(disk, session)
                 kept = self.server.keep(shared)
                 if not kept:

@@ -1,4 +1,6 @@
-"""Sinks: where a round of updates lands. An RBD replica image for now.
+"""The RBD image sink: rounds applied to a replica on this site's cluster.
+
+(The other sink, a device set, is ``lsrp.device.receiver.DeviceSetSink``.)
 
 A round is atomic: it starts from snapshot N-1 and ends with snapshot N.
 Before applying anything the sink makes sure the image head equals N-1
@@ -23,6 +25,9 @@ LOG = logging.getLogger(__name__)
 class RbdImageSink(object):
     """Applies replication rounds to ``pool/name`` of the local cluster."""
 
+    parallel_streams = True     # writes may come in any order
+    durable_progress = False    # a lost round is kept in memory to resume
+
     def __init__(self, cluster, spec, shipment):
         self.cluster = cluster
         self.spec = spec
@@ -39,6 +44,7 @@ class RbdImageSink(object):
         self.base = None      # N-1 of the round in progress
         self.started = False
         self.round = None     # (N-1, N, size) of the round in progress
+        self.prepared = None  # N, applied, waiting for its group's commit
 
     def close(self):
         if self._image is not None:
@@ -68,7 +74,7 @@ class RbdImageSink(object):
                 self._image.resize(size)
         self.base, self.started = None, True
 
-    def start(self, snapshot, from_snapshot, size, resume=0):
+    def start(self, snapshot, from_snapshot, size, resume=0, image=None):
         """Prepare a round N-1 -> N; returns the offset to go on from.
 
         That is ``size`` if N is here already; ``resume`` if this very round
@@ -82,7 +88,7 @@ class RbdImageSink(object):
             LOG.info('%s: round %s -> %s resumes at offset %d', self.spec,
                      from_snapshot, snapshot, resume)
             return resume
-        self.round = wanted
+        self.round, self.prepared = wanted, None
         if from_snapshot is None:
             self._start_full(size)
             return 0
@@ -154,6 +160,37 @@ class RbdImageSink(object):
             self._image = self._pool.open_image(self.name)
             self.name_open = self.name
         return digest
+
+    def prepare(self, snapshot, digest=None):
+        """Round N is applied; snapshot N waits for the group's commit.
+
+        The head is flushed (durable), and with ``digest`` checked whole.
+        """
+        if not self.started or self.round[1] != snapshot or not self.base:
+            raise exception.ProtocolError(
+                code='BAD_STATE', reason='%s: no round to %s under way that '
+                'a group could commit' % (self.spec, snapshot))
+        self._image.flush()
+        if digest:
+            actual = self._image.digest('blake3')
+            if actual != digest:
+                self._rollback(self.base)
+                self.started = False
+                raise exception.ProtocolError(
+                    code='DIGEST_MISMATCH', reason='%s has digest %s after '
+                    'the round to %s, the source says %s; rolled back to %s'
+                    % (self.spec, actual, snapshot, digest, self.base))
+        self.prepared = snapshot
+
+    def has_snapshot(self, snapshot):
+        return (self._image is not None
+                and self._image.snapshot_exists(snapshot))
+
+    def commit(self, snapshot):
+        """The group's commit: take snapshot N (again: nothing to do)."""
+        if not self._image.snapshot_exists(snapshot):
+            self._image.create_snapshot(snapshot)
+        self.started, self.prepared = False, None
 
     def abort(self):
         """The round did not complete: back to N-1."""

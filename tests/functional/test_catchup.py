@@ -7,6 +7,7 @@ sha256sum`` on both clusters.
 
 import asyncio
 import datetime
+import json
 import os
 import random
 import shutil
@@ -63,22 +64,32 @@ class CatchUpTestCase(base.FunctionalTestCase):
 
     def seeded(self, size=24 * MiB):
         """An image at site-a, shipped and imported at site-b: (spec, id)."""
-        pool, name = self.new_image(size)
-        self.addCleanup(self._remove_image, 'site-b', 'vms', name)
-        with pool.open_image(name) as img:
-            rng = random.Random(name)
-            for _ in range(8):
-                img.write(rng.randrange(0, size - MiB), os.urandom(MiB // 2))
-            img.create_snapshot('seed')
-        devs = [os.path.join(self.work, name, 'd%d' % i) for i in range(3)]
+        specs, shipment = self.seeded_group(1, size)
+        return specs[0], shipment
+
+    def seeded_group(self, count, size=24 * MiB):
+        """Images at site-a, shipped together, imported: ([spec], id)."""
+        specs = []
+        for _ in range(count):
+            pool, name = self.new_image(size)
+            self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+            with pool.open_image(name) as img:
+                rng = random.Random(name)
+                for _ in range(8):
+                    img.write(rng.randrange(0, size - MiB),
+                              os.urandom(MiB // 2))
+                img.create_snapshot('seed')
+            specs.append('vms/' + name)
+        devs = [os.path.join(self.work, specs[0].split('/')[1], 'd%d' % i)
+                for i in range(3)]
         exporter = export.Exporter(self.sites['site-a'], self.keys,
                                    os.path.join(self.work, 'state-a'),
                                    shard_size=MiB)
-        shipment = exporter.export(['vms/' + name], 'seed', devs)
+        shipment = exporter.export(specs, 'seed', devs)
         digest = exporter.seal(shipment)
         importer.Importer(self.sites['site-b'], self.keys,
                           self.state_b).run(devs, digest)
-        return 'vms/' + name, shipment
+        return specs, shipment
 
     def write(self, spec, count=6, seed=0):
         rng = random.Random(seed)
@@ -108,6 +119,27 @@ class CatchUpTestCase(base.FunctionalTestCase):
                 '127.0.0.1', server_port, ctx, self.terminal('site-b')[0],
                 name).connect()
         return connect
+
+    def _serve(self, *extra):
+        """Run lsrp-server at site-b as a real process; return its port."""
+        name, ca, cert, key = self.terminal('site-b')
+        s = self.sandbox.site('site-b')
+        port = free_port()
+        exe = os.path.join(os.path.dirname(sys.executable), 'lsrp-server')
+        proc = subprocess.Popen(
+            [exe, '--server-name', name, '--server-port', str(port),
+             '--server-tls_ca', ca, '--server-tls_cert', cert,
+             '--server-tls_key', key, '--ceph-conf_file', s.conf,
+             '--ceph-keyring', s.keyring, '--ceph-site_name', 'site-b',
+             '--shipment-state_dir', self.state_b,
+             '--server-frame_timeout', '2'] + list(extra),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        line = proc.stdout.readline()
+        self.assertIn('listening on', line, proc.stderr.read()
+                      if not line else line)
+        return proc, port
 
     def run_async(self, coro):
         return asyncio.run(coro)
@@ -597,6 +629,116 @@ class TestRounds(CatchUpTestCase):
         self.assertIn('MB', str(e))
 
 
+class TestGroupCommit(CatchUpTestCase):
+    """C4: a round becomes snapshot N on all disks of a group, or none."""
+
+    def snapshots(self, spec):
+        return self.rbd_cli('site-b', 'snap', 'ls', spec)
+
+    async def prepared(self, port, specs, shipment):
+        """Both disks' round applied, waiting for the commit; the clients."""
+        clients = [await self.connector(port)() for _ in specs]
+        for client, spec in zip(clients, specs):
+            await catchup.DiskSender(client, self.sites['site-a'], spec,
+                                     shipment).send('seed', 'n1', verify=True,
+                                                    group='g1')
+        return clients
+
+    def request(self, client, phase, specs):
+        return client.conn.request(m.CTL_GROUP_PREPARE_AND_COMMIT, {
+            'group': 'g1', 'phase': phase, 'disks': specs,
+            'snapshot': 'n1'})
+
+    def test_a_disk_lost_before_the_commit_leaves_none_committed(self):
+        specs, shipment = self.seeded_group(2, 16 * MiB)
+        for i, spec in enumerate(specs):
+            self.write(spec, count=6, seed=20 + i)
+        self.pool().snapshot_images([s.split('/')[1] for s in specs], 'n1')
+        seed = [self.cli_sha256('site-b', s + '@seed') for s in specs]
+        heads = []
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            clients = await self.prepared(server.port, specs, shipment)
+            try:
+                await self.request(clients[0], 'prepare', specs)
+                self.assertNotIn('n1', self.snapshots(specs[0]))
+                await clients[1].close()       # disk 2's source is gone
+                await asyncio.sleep(0.3)
+                with self.assertRaises(exception.RemoteError) as e:
+                    await self.request(clients[0], 'commit', specs)
+                self.assertEqual('BAD_STATE', e.exception.code)
+                self.assertIn(specs[1], str(e.exception))
+            finally:
+                await clients[0].close()
+                await server.stop()
+            for spec in specs:
+                heads.append(self.cli_sha256('site-b', spec))
+
+        self.run_async(scenario())
+        for spec in specs:
+            self.assertNotIn('n1', self.snapshots(spec))
+        # Both disks back at N-1.
+        self.assertEqual(seed, heads)
+
+    def test_commit_cut_short_by_a_kill_is_finished_at_restart(self):
+        specs, shipment = self.seeded_group(2, 16 * MiB)
+        for i, spec in enumerate(specs):
+            self.write(spec, count=6, seed=30 + i)
+        self.pool().snapshot_images([s.split('/')[1] for s in specs], 'n1')
+        proc, port = self._serve()
+
+        async def prepare_and_kill():
+            clients = await self.prepared(port, specs, shipment)
+            await self.request(clients[0], 'prepare', specs)
+            proc.send_signal(signal.SIGKILL)
+            for client in clients:
+                await client.close()
+
+        self.run_async(prepare_and_kill())
+        proc.wait()
+        # The kill came after 'prepare': nothing committed. Had it come
+        # after the commit began, the record would say so: make it say so.
+        record = os.path.join(self.state_b, 'groups', 'g1.json')
+        with open(record) as f:
+            entry = json.load(f)
+        self.assertEqual('prepared', entry['state'])
+        entry['state'] = 'committing'
+        with open(record, 'w') as f:
+            json.dump(entry, f)
+        for spec in specs:
+            self.assertNotIn('n1', self.snapshots(spec))
+        proc, port = self._serve()
+        self.assertFalse(os.path.exists(record))
+        for spec in specs:
+            self.assert_same(spec, 'n1')
+
+    def test_catchup_rounds_commit_every_disk_together(self):
+        specs, shipment = self.seeded_group(3, 16 * MiB)
+        reports = []
+
+        async def scenario():
+            server = self.server()
+            await server.start()
+            try:
+                for i, spec in enumerate(specs):
+                    self.write(spec, count=4, seed=40 + i)
+                engine = catchup.CatchUp(
+                    self.sites['site-a'], self.connector(server.port),
+                    shipment, specs, 'seed', threshold_bytes=64 * MiB,
+                    report=reports.append)
+                await engine.run()
+            finally:
+                await server.stop()
+
+        self.run_async(scenario())
+        for spec in specs:
+            self.assert_same(spec, reports[-1].snapshot)
+        self.assertEqual([], os.listdir(os.path.join(self.state_b,
+                                                     'groups')))
+
+
 class TestTerminalSecurity(CatchUpTestCase):
     """Who may talk to a terminal, and what a bad peer gets."""
 
@@ -638,27 +780,6 @@ class TestTerminalSecurity(CatchUpTestCase):
                     data += chunk
                     if frames.Decoder().feed(data):
                         return data   # one answer is all we wait for
-
-    def _serve(self):
-        """Run lsrp-server at site-b as a real process; return its port."""
-        name, ca, cert, key = self.terminal('site-b')
-        s = self.sandbox.site('site-b')
-        port = free_port()
-        exe = os.path.join(os.path.dirname(sys.executable), 'lsrp-server')
-        proc = subprocess.Popen(
-            [exe, '--server-name', name, '--server-port', str(port),
-             '--server-tls_ca', ca, '--server-tls_cert', cert,
-             '--server-tls_key', key, '--ceph-conf_file', s.conf,
-             '--ceph-keyring', s.keyring, '--ceph-site_name', 'site-b',
-             '--shipment-state_dir', self.state_b,
-             '--server-frame_timeout', '2'],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.addCleanup(proc.wait)
-        self.addCleanup(proc.kill)
-        line = proc.stdout.readline()
-        self.assertIn('listening on', line, proc.stderr.read()
-                      if not line else line)
-        return proc, port
 
     def test_bad_frames_get_an_error_and_the_server_keeps_serving(self):
         proc, port = self._serve()

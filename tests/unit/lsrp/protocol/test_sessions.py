@@ -72,7 +72,8 @@ class SessionMachine(stateful.RuleBasedStateMachine):
         self.current[disk] = (sid, sessions.SESSION)
 
     @stateful.rule(disk=disks, new=st.sampled_from(
-        [sessions.SESSION, sessions.REPLICATING, sessions.COMPLETE]),
+        [sessions.SESSION, sessions.REPLICATING, sessions.PREPARED,
+         sessions.COMPLETE]),
         stale=st.booleans())
     def move(self, disk, new, stale):
         sid, state = self.current.get(disk, (0, sessions.IDLE))

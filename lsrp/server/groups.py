@@ -1,0 +1,97 @@
+"""Group commits (C4): snapshot N on every disk of a group, or on none.
+
+A VM's disks are snapshotted together at the source; at the destination
+their round N must become visible together too, or a cut-over could start
+from disks of different rounds. Each disk's REPLICATION_COMPLETE with a
+``group`` only prepares (applied, flushed, digest checked); then:
+
+* ``prepare`` records the group in ``<state_dir>/groups/<group>.json``;
+* ``commit`` records ``committing`` before the first snapshot and removes
+  the record after the last.
+
+A terminal killed in between finds the record when it starts again.
+``committing`` is finished: every disk's data was applied and flushed at
+prepare, and no session can write a prepared disk, so taking the missing
+snapshots is all that is left. ``prepared`` is dropped: nothing was
+committed, the heads differ from N-1, and the next round's START rolls
+them back.
+"""
+
+import json
+import os
+import re
+
+from oslo_log import log as logging
+
+from lsrp.device import deviceset
+from lsrp import exception
+
+LOG = logging.getLogger(__name__)
+NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$')
+
+
+class GroupLog(object):
+
+    def __init__(self, state_dir):
+        self.dir = os.path.join(state_dir, 'groups')
+
+    def _path(self, group):
+        if not NAME.match(group):
+            raise exception.ProtocolError(
+                code='NOT_ALLOWED', reason='group name %r: letters, digits, '
+                '".", "_" and "-" only' % group[:64])
+        return os.path.join(self.dir, group + '.json')
+
+    def _save(self, group, snapshot, disks, state):
+        os.makedirs(self.dir, exist_ok=True)
+        deviceset.write_atomic(self._path(group), json.dumps({
+            'snapshot': snapshot, 'disks': sorted(disks),
+            'state': state}).encode())
+
+    def prepare(self, group, snapshot, disks):
+        self._save(group, snapshot, disks, 'prepared')
+
+    def commit(self, group, snapshot, sinks):
+        """Take ``snapshot`` with every sink of ``sinks`` (disk -> sink)."""
+        self._save(group, snapshot, sinks, 'committing')
+        for disk in sorted(sinks):
+            sinks[disk].commit(snapshot)
+        os.unlink(self._path(group))
+        LOG.info('group %s: %s taken on %s', group, snapshot,
+                 ', '.join(sorted(sinks)))
+
+    def recover(self, cluster):
+        """Finish the commits a killed terminal left; drop the rest.
+
+        Returns the groups rolled forward.
+        """
+        try:
+            names = sorted(os.listdir(self.dir))
+        except FileNotFoundError:
+            return []
+        finished = []
+        for name in names:
+            if not name.endswith('.json'):
+                continue
+            path = os.path.join(self.dir, name)
+            with open(path) as f:
+                entry = json.load(f)
+            if entry['state'] == 'committing':
+                for spec in entry['disks']:
+                    pool_name, image = spec.split('/', 1)
+                    with cluster.pool(pool_name) as pool:
+                        with pool.open_image(image) as img:
+                            if not img.snapshot_exists(entry['snapshot']):
+                                # The killed terminal may hold the lock.
+                                img.break_locks()
+                                img.create_snapshot(entry['snapshot'])
+                LOG.warning('group %s: the commit of %s was cut short; '
+                            'finished on %s', name[:-5], entry['snapshot'],
+                            ', '.join(entry['disks']))
+                finished.append(name[:-5])
+            else:
+                LOG.warning('group %s: prepared, never committed; dropped '
+                            '(the next round rolls the disks back)',
+                            name[:-5])
+            os.unlink(path)
+        return finished
