@@ -8,9 +8,11 @@ frame and the connection is closed; other connections are not affected.
 """
 
 import asyncio
+import collections
 import json
 import os
 import re
+import threading
 
 from oslo_log import log as logging
 import zstandard
@@ -30,9 +32,14 @@ LOG = logging.getLogger(__name__)
 MAX_BLOCK = 16 << 20
 MAX_CONFIG = 16 << 20
 _CONFIG_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$')
-_ZSTD = zstandard.ZstdDecompressor()
+_LOCAL = threading.local()
+# Data frames of one connection applied at once (per connection; all
+# connections share the server's worker threads).
+PIPELINE = 4
 
 _DATA = (m.REPLICATION_UPDATE, m.DELTA_CONSOLIDATION_UPDATE)
+_WRITES = _DATA + (m.REPLICATION_ZERO,)
+_CONCURRENT = _WRITES + (m.REPLICATION_CHECKSUM,)
 _START = (m.REPLICATION_START, m.DELTA_CONSOLIDATION_START)
 _COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
 # A round in these states has changed the image and has no snapshot N yet.
@@ -262,34 +269,29 @@ class PeerHandler(object):
         self.shaken = False
         self.sessions = set()  # ids of the sessions this connection uses
         self._closed = False
+        # Data frames being applied concurrently, and their order: a
+        # stream's acknowledged offset only moves over a prefix of its
+        # updates that are all applied.
+        self._pending = set()
+        self._slots = asyncio.Semaphore(PIPELINE)
+        self._order = collections.deque()   # [session, end, done]
 
     async def run(self):
         try:
             while True:
                 frame = await self.conn.recv()
-                try:
-                    await self._dispatch(frame)
-                except exception.ProtocolError as e:
-                    self._failed(frame)
-                    # Answer the request that failed, by its seq.
-                    await self.conn.send_error(e.code, str(e), frame.seq,
-                                               frame.session)
-                    if self.shaken and e.code in (
-                            'BAD_STATE', 'NOT_ALLOWED', 'STALE_SESSION',
-                            'DIGEST_MISMATCH'):
-                        # The peer spoke correctly but asked for something
-                        # not allowed now: keep the connection.
-                        continue
-                    LOG.warning('%s: %s; closing the connection', self.peer,
-                                e)
+                if self._pipelined(frame):
+                    await self._slots.acquire()
+                    task = asyncio.ensure_future(
+                        self._concurrently(frame, self._queue(frame)))
+                    self._pending.add(task)
+                    task.add_done_callback(self._pending.discard)
+                    continue
+                # Anything else waits for the updates before it (COMPLETE
+                # must see them all).
+                await self._settle()
+                if not await self._handle(frame, self._queue(frame)):
                     return
-                except exception.FedexException as e:
-                    # A failure here (Ceph, a full pool): the peer hears
-                    # what it was; the connection stays usable.
-                    self._failed(frame)
-                    LOG.error('%s: %s failed: %s', self.peer, frame.name, e)
-                    await self.conn.send_error('INTERNAL', str(e), frame.seq,
-                                               frame.session)
         except exception.ProtocolError as e:
             LOG.warning('%s: %s; closing the connection', self.peer, e)
             try:
@@ -301,7 +303,72 @@ class PeerHandler(object):
         except (ConnectionError, OSError, asyncio.IncompleteReadError) as e:
             LOG.info('%s: connection lost: %s', self.peer, e)
 
-    def _failed(self, frame):
+    def _pipelined(self, frame):
+        """Whether ``frame`` may be applied alongside the ones before it."""
+        if not self.shaken or frame.type not in _CONCURRENT:
+            return False
+        shared = self.server.shared.get(frame.session)
+        return (frame.session in self.sessions and shared is not None
+                and shared.sink is not None and shared.sink.parallel_streams)
+
+    def _queue(self, frame):
+        if frame.type not in _WRITES or frame.session not in self.sessions:
+            return None
+        entry = [frame.session, None, False]
+        self._order.append(entry)
+        return entry
+
+    def _applied(self, entry, end):
+        """An update is applied (``end``) or failed (None)."""
+        entry[1:] = [end, True]
+        while self._order and self._order[0][2]:
+            session, end, _ = self._order.popleft()
+            shared = self.server.shared.get(session)
+            if shared is not None and end is not None:
+                shared.acked[self] = end
+
+    async def _settle(self):
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+    async def _concurrently(self, frame, entry):
+        try:
+            if not await self._handle(frame, entry):
+                await self.conn.close()   # ends run() too
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._slots.release()
+
+    async def _handle(self, frame, entry):
+        """Dispatch one frame; False if the connection must be closed."""
+        try:
+            await self._dispatch(frame, entry)
+        except exception.ProtocolError as e:
+            self._failed(frame, entry)
+            # Answer the request that failed, by its seq.
+            await self.conn.send_error(e.code, str(e), frame.seq,
+                                       frame.session)
+            if self.shaken and e.code in (
+                    'BAD_STATE', 'NOT_ALLOWED', 'STALE_SESSION',
+                    'DIGEST_MISMATCH'):
+                # The peer spoke correctly but asked for something not
+                # allowed now: keep the connection.
+                return True
+            LOG.warning('%s: %s; closing the connection', self.peer, e)
+            return False
+        except exception.FedexException as e:
+            # A failure here (Ceph, a full pool): the peer hears what it
+            # was; the connection stays usable.
+            self._failed(frame, entry)
+            LOG.error('%s: %s failed: %s', self.peer, frame.name, e)
+            await self.conn.send_error('INTERNAL', str(e), frame.seq,
+                                       frame.session)
+        return True
+
+    def _failed(self, frame, entry=None):
+        if entry is not None:
+            self._applied(entry, None)
         if frame.session in self.sessions:
             self.server.shared[frame.session].failed = True
 
@@ -317,7 +384,7 @@ class PeerHandler(object):
         async with self.server.workers:
             return await asyncio.to_thread(fn, *args)
 
-    async def _dispatch(self, frame):
+    async def _dispatch(self, frame, entry=None):
         if frame.is_response:
             raise exception.ProtocolError(code='BAD_STATE',
                                           reason='unexpected response')
@@ -362,8 +429,8 @@ class PeerHandler(object):
             await self.conn.respond(frame, {'offset': offset})
         elif frame.type == m.CTL_GROUP_PREPARE_AND_COMMIT:
             await self._group(frame)
-        elif frame.type in _DATA or frame.type == m.REPLICATION_ZERO:
-            await self._update(frame)
+        elif frame.type in _WRITES:
+            await self._update(frame, entry)
         elif frame.type == m.TRANSFER_CONFIG_FILE:
             await self._config_file(frame)
         elif frame.type == m.REPLICATION_CHECKSUM:
@@ -541,7 +608,7 @@ class PeerHandler(object):
         await self.conn.respond(frame, {
             'acked': body['offset'] + len(body['data'])})
 
-    async def _update(self, frame):
+    async def _update(self, frame, entry):
         disk, sink = self._session(frame, sessions_mod.REPLICATING)
         body = frame.body
         if frame.type == m.REPLICATION_ZERO:
@@ -549,22 +616,12 @@ class PeerHandler(object):
                                 body['offset'], body['length'])
             end = body['offset'] + body['length']
         else:
-            data = body['data']
-            if body.get('zstd'):
-                try:
-                    data = _ZSTD.decompress(data, max_output_size=MAX_BLOCK)
-                except zstandard.ZstdError as e:
-                    raise exception.ProtocolError(
-                        code='BAD_FIELD', reason='%s: block at %d does not '
-                        'decompress: %s' % (disk, body['offset'], e))
-            if digest_mod.block_digest(data) != body['digest']:
-                raise exception.ProtocolError(
-                    code='DIGEST_MISMATCH', reason='%s: block at %d' % (
-                        disk, body['offset']))
-            await self._sink_op(self._shared(frame), sink.write,
-                                body['offset'], data)
-            end = body['offset'] + len(data)
-        self._shared(frame).acked[self] = end
+            # Decompressing, hashing and writing all run in the worker
+            # thread: zstd, BLAKE3 and librbd let go of the GIL.
+            end = await self._sink_op(self._shared(frame), _unpack_and_write,
+                                      sink, disk, body)
+        if entry is not None:
+            self._applied(entry, end)
         await self.conn.respond(frame, {'acked': end})
 
     async def close(self):
@@ -572,6 +629,9 @@ class PeerHandler(object):
             return
         self._closed = True
         try:
+            # Writes still running end before a round is kept or rolled
+            # back.
+            await self._settle()
             for session in list(self.sessions):
                 await self._release(session)
         finally:
@@ -604,6 +664,31 @@ class PeerHandler(object):
         finally:
             if not kept:
                 await self._in_thread(sink.close)
+
+
+def _unpack_and_write(sink, disk, body):
+    """Check an update's block against its digest and write it; its end."""
+    data = body['data']
+    if body.get('zstd'):
+        try:
+            data = _zstd().decompress(data, max_output_size=MAX_BLOCK)
+        except zstandard.ZstdError as e:
+            raise exception.ProtocolError(
+                code='BAD_FIELD', reason='%s: block at %d does not '
+                'decompress: %s' % (disk, body['offset'], e))
+    if digest_mod.block_digest(data) != body['digest']:
+        raise exception.ProtocolError(
+            code='DIGEST_MISMATCH', reason='%s: block at %d' % (
+                disk, body['offset']))
+    sink.write(body['offset'], data)
+    return body['offset'] + len(data)
+
+
+def _zstd():
+    # A decompressor is not thread-safe: one per worker thread.
+    if not hasattr(_LOCAL, 'zstd'):
+        _LOCAL.zstd = zstandard.ZstdDecompressor()
+    return _LOCAL.zstd
 
 
 def _write_piece(directory, name, offset, data, last):
