@@ -76,6 +76,7 @@ class DeviceSetSink(object):
     """
 
     parallel_streams = False
+    prepared = None   # no group commits: a manifest version is one already
     # Progress is the journal on disk: nothing to keep in memory for a
     # resume, and the shipment's lock is let go at once.
     durable_progress = True
@@ -209,6 +210,9 @@ class DeviceSetSink(object):
         self.writer = writer_mod.ShipmentWriter(
             devset, crypto, manifest, self.record.journal(version),
             self.shard_size, self.workers, self.checkpoint_bytes)
+
+    def has_snapshot(self, snapshot):
+        return snapshot in self._done()
 
     def differing(self, offset, block, digests):
         # Nothing here to compare with: every block is wanted.
