@@ -293,9 +293,14 @@ class _Stream(object):
             self.conn.check(await future, type_)
 
 
-async def commit_group(client, group, disks, snapshot):
-    """C4 prepare, then commit: ``snapshot`` on all ``disks`` or none."""
-    for phase in ('prepare', 'commit'):
+async def commit_group(client, group, disks, snapshot, phases=('commit',)):
+    """C4: ``snapshot`` on all ``disks`` or none.
+
+    One terminal holds all the disks here, so it is its own coordinator:
+    commit checks that every disk is prepared, as prepare would. A group
+    spread over several terminals would send ``prepare`` to each first.
+    """
+    for phase in phases:
         await client.conn.request(m.CTL_GROUP_PREPARE_AND_COMMIT, {
             'group': group, 'phase': phase, 'disks': list(disks),
             'snapshot': snapshot})
