@@ -27,6 +27,27 @@ def default_parity(devices):
     return 1 if devices >= 3 else 0
 
 
+def device_layout(shipment_id, devices, parity):
+    """The devices as absolute paths, and the parity (checked, defaulted)."""
+    devices = [os.path.abspath(d) for d in devices]
+    if parity is None:
+        parity = default_parity(len(devices))
+    if not 0 <= parity < len(devices):
+        raise exception.ShipmentError(
+            shipment=shipment_id, reason='parity must be between 0 and %d '
+            'for %d devices' % (len(devices) - 1, len(devices)))
+    return devices, parity
+
+
+def check_same(shipment_id, rec, wanted, doing):
+    """Raise unless the record was made with the ``wanted`` values."""
+    for key, value in wanted.items():
+        if rec.get(key) != value:
+            raise exception.ShipmentError(
+                shipment=shipment_id, reason='%s with %s=%s, but it was '
+                'started with %s' % (doing, key, value, rec.get(key)))
+
+
 def new_shipment_id():
     return 'fedex-%s' % uuid.uuid4().hex[:12]
 
@@ -87,24 +108,13 @@ class Exporter(object):
         """
         shipment_id = shipment_id or new_shipment_id()
         record = record_mod.ShipmentRecord(self.state_dir, shipment_id)
-        devices = [os.path.abspath(d) for d in devices]
-        if parity is None:
-            parity = default_parity(len(devices))
-        if not 0 <= parity < len(devices):
-            raise exception.ShipmentError(
-                shipment=shipment_id, reason='parity must be between 0 and '
-                '%d for %d devices' % (len(devices) - 1, len(devices)))
+        devices, parity = device_layout(shipment_id, devices, parity)
         wanted = {'images': list(images), 'snapshots': [snapshot],
                   'devices': devices, 'parity': parity,
                   'chunk_size': chunk_size}
         if record.exists():
             rec = record.load()
-            for key, value in wanted.items():
-                if rec.get(key) != value:
-                    raise exception.ShipmentError(
-                        shipment=shipment_id,
-                        reason='resuming with %s=%s, but it was started with '
-                        '%s' % (key, value, rec.get(key)))
+            check_same(shipment_id, rec, wanted, 'resuming')
             if rec['state'] != 'exporting':
                 LOG.info('%s: already exported', shipment_id)
                 return shipment_id

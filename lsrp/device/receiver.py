@@ -41,22 +41,12 @@ def declare(state_dir, key_store, shipment_id, images, devices, parity=None,
     Declaring the same shipment again with the same layout does nothing.
     """
     record = record_mod.ShipmentRecord(state_dir, shipment_id)
-    devices = [os.path.abspath(d) for d in devices]
-    if parity is None:
-        parity = export_mod.default_parity(len(devices))
-    if not 0 <= parity < len(devices):
-        raise exception.ShipmentError(
-            shipment=shipment_id, reason='parity must be between 0 and %d '
-            'for %d devices' % (len(devices) - 1, len(devices)))
+    devices, parity = export_mod.device_layout(shipment_id, devices, parity)
     wanted = {'images': list(images), 'devices': devices, 'parity': parity,
               'chunk_size': chunk_size}
     if record.exists():
-        rec = record.load()
-        for key, value in wanted.items():
-            if rec.get(key) != value:
-                raise exception.ShipmentError(
-                    shipment=shipment_id, reason='declared already with '
-                    '%s=%s, not %s' % (key, rec.get(key), value))
+        export_mod.check_same(shipment_id, record.load(), wanted,
+                              'declaring again')
         return
     key_store.create(shipment_id)
     record.save(dict(wanted, shipment_id=shipment_id, state='receiving',

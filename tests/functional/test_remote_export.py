@@ -54,6 +54,20 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
     def devices(self):
         return [os.path.join(self.work, 'dev%d' % i) for i in range(3)]
 
+    def send(self, shipment, specs, snapshot, consolidate):
+        """lsrp export/consolidate --remote into an in-process terminal."""
+        async def scenario():
+            server = self.server(key_store=self.keys,
+                                 device_options={'shard_size': MiB})
+            await server.start()
+            try:
+                return await remote.send_images(
+                    self.connector(server.port), self.sites['site-a'],
+                    shipment, specs, snapshot, consolidate)
+            finally:
+                await server.stop()
+        return self.run_async(scenario())
+
     def import_and_compare(self, devs, digest, specs, snapshots):
         """Seal's digest in hand: verify, import at site-b, compare."""
         report = verify.verify(devs, self.keys, digest)
@@ -70,25 +84,14 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         shipment = 'fedex-remote1'
         receiver.declare(self.state_b, self.keys, shipment, specs, devs)
 
-        async def send(snapshot, consolidate):
-            server = self.server(key_store=self.keys,
-                                 device_options={'shard_size': MiB})
-            await server.start()
-            try:
-                return await remote.send_images(
-                    self.connector(server.port), self.sites['site-a'],
-                    shipment, specs, snapshot, consolidate)
-            finally:
-                await server.stop()
-
-        sent = self.run_async(send('seed', False))
+        sent = self.send(shipment, specs, 'seed', False)
         self.assertEqual(set(specs), set(sent))
         self.change(specs, 'c1')
-        sent = self.run_async(send('c1', True))
+        sent = self.send(shipment, specs, 'c1', True)
         # Only the changes travel for the consolidation.
         self.assertLess(sum(c for c, _ in sent.values()), 12 * MiB)
         # Again: the devices hold c1 already, nothing travels.
-        sent = self.run_async(send('c1', True))
+        sent = self.send(shipment, specs, 'c1', True)
         self.assertEqual(0, sum(c for c, _ in sent.values()))
         digest = export.Exporter(None, self.keys, self.state_b).seal(shipment)
         self.import_and_compare(devs, digest, specs, ('seed', 'c1'))
@@ -165,24 +168,14 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         receiver.declare(self.state_b, self.keys, shipment, specs, devs)
         self.change(specs, 'c1')
 
-        async def scenario(snapshot, consolidate):
-            server = self.server(key_store=self.keys)
-            await server.start()
-            try:
-                return await remote.send_images(
-                    self.connector(server.port), self.sites['site-a'],
-                    shipment, specs, snapshot, consolidate)
-            finally:
-                await server.stop()
-
         # A consolidation before the seed: the devices hold nothing yet.
         with self.assertRaises(exception.ShipmentError) as e:
-            self.run_async(scenario('c1', True))
+            self.send(shipment, specs, 'c1', True)
         self.assertIn('send the seed first', str(e.exception))
-        self.run_async(scenario('seed', False))
+        self.send(shipment, specs, 'seed', False)
         export.Exporter(None, self.keys, self.state_b).seal(shipment)
         with self.assertRaises(exception.RemoteError) as e:
-            self.run_async(scenario('c1', True))
+            self.send(shipment, specs, 'c1', True)
         self.assertEqual('NOT_ALLOWED', e.exception.code)
         self.assertIn('sealed', str(e.exception))
 
