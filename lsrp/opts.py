@@ -92,6 +92,11 @@ server_opts = [
                default=30, min=1,
                help='Seconds a peer may take to finish a frame it started; '
                     'then it gets a TRUNCATED error and is disconnected.'),
+    cfg.BoolOpt('rbd_sink',
+                default=True,
+                help='Write rounds into images of the local cluster ([ceph] '
+                     'options). Off for a terminal that only writes the '
+                     'devices plugged into it: it then needs no cluster.'),
     cfg.IntOpt('resume_timeout',
                default=300, min=0,
                help='Seconds a round whose source lost its connection is '

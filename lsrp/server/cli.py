@@ -11,6 +11,7 @@ complete, and exits 0.
 """
 
 import asyncio
+import contextlib
 import ctypes
 import signal
 import sys
@@ -32,23 +33,21 @@ LOG = logging.getLogger(__name__)
 async def serve(conf):
     s, c, sh = conf.server, conf.ceph, conf.shipment
     context = tls.server_context(s.tls_ca, s.tls_cert, s.tls_key)
-    with Cluster(c.conf_file, c.keyring, client=c.client_name,
-                 site=c.site_name, connect_timeout=c.connect_timeout,
-                 op_timeout=c.op_timeout,
-                 options={'rbd_cache': 'false'}) as cluster:
-        server = service.TerminalServer(s.name, cluster,
-                                        conf.shipment.state_dir, context,
-                                        s.host, s.port,
-                                        frame_timeout=s.frame_timeout,
-                                        resume_timeout=s.resume_timeout,
-                                        key_store=keystore.FileKeyStore(
-                                            sh.key_dir),
-                                        device_options={
-                                            'shard_size': sh.shard_size,
-                                            'zstd_level': sh.zstd_level,
-                                            'workers': sh.workers,
-                                            'checkpoint_bytes':
-                                                sh.checkpoint_mib << 20})
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if s.rbd_sink:
+            cluster = stack.enter_context(Cluster(
+                c.conf_file, c.keyring, client=c.client_name,
+                site=c.site_name, connect_timeout=c.connect_timeout,
+                op_timeout=c.op_timeout, options={'rbd_cache': 'false'}))
+        server = service.TerminalServer(
+            s.name, cluster, sh.state_dir, context, s.host, s.port,
+            frame_timeout=s.frame_timeout, resume_timeout=s.resume_timeout,
+            key_store=keystore.FileKeyStore(sh.key_dir),
+            device_options={'shard_size': sh.shard_size,
+                            'zstd_level': sh.zstd_level,
+                            'workers': sh.workers,
+                            'checkpoint_bytes': sh.checkpoint_mib << 20})
         await server.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -140,7 +140,8 @@ class TerminalServer(object):
 
     async def start(self):
         # Commits a killed terminal left half done are finished first.
-        await asyncio.to_thread(self.groups.recover, self.cluster)
+        if self.cluster is not None:
+            await asyncio.to_thread(self.groups.recover, self.cluster)
         self._server = await asyncio.start_server(
             self._accept, self.host, self.port, ssl=self.ssl_context,
             limit=frames.MAX_BODY + frames.HEADER_SIZE)
@@ -570,6 +571,10 @@ class PeerHandler(object):
             return receiver.DeviceSetSink(
                 self.server.state_dir, self.server.key_store, shipment, disk,
                 self.peer, **self.server.device_options)
+        if self.server.cluster is None:
+            raise exception.ProtocolError(
+                code='NOT_ALLOWED', reason='this terminal writes devices '
+                'only ([server] rbd_sink is off): no image %s here' % disk)
         return sinks.RbdImageSink(self.server.cluster, disk, shipment)
 
     def _shared(self, frame):

@@ -195,7 +195,11 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         device_args = [a for d in devs for a in ('--device', d)]
         run(*(state + ['authorize', '--shipment-id', shipment] + specs
               + device_args))
-        proc, port = self._serve('--shipment-key_dir', self.keys.directory)
+        # A terminal that only writes devices: no cluster ([ceph] points
+        # nowhere).
+        proc, port = self._serve('--shipment-key_dir', self.keys.directory,
+                                 '--server-norbd_sink',
+                                 '--ceph-conf_file', '/nonexistent')
         name, ca, cert, key = self.terminal('site-a')
         s = self.sandbox.site('site-a')
         out = run('export', '--remote', '127.0.0.1:%d' % port,
@@ -206,6 +210,20 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
                   '--keyring', s.keyring, '--progress', 'json', *specs)
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual(['sent', 'exported'], [e['event'] for e in events])
+        # Images on a cluster: not at this terminal.
+        run(*(state + ['authorize', '--shipment-id', 'other', 'vms/x']))
+
+        async def rbd_session():
+            client = await self.connector(port)()
+            try:
+                await client.conn.request(m.INIT_SESSION, {
+                    'disk': 'vms/x', 'shipment': 'other'})
+            finally:
+                await client.close()
+        with self.assertRaises(exception.RemoteError) as e:
+            self.run_async(rbd_session())
+        self.assertEqual('NOT_ALLOWED', e.exception.code)
+        self.assertIn('devices only', str(e.exception))
         out = run(*(state + ['seal', '--shipment-id', shipment]))
         digest = out.split()[-1]
         proc.send_signal(signal.SIGTERM)
