@@ -6,6 +6,7 @@ sha256sum`` on both clusters.
 """
 
 import asyncio
+import contextlib
 import datetime
 import json
 import os
@@ -110,6 +111,16 @@ class CatchUpTestCase(base.FunctionalTestCase):
             name, self.sites['site-b'], self.state_b,
             tls.server_context(ca, cert, key), '127.0.0.1', free_port(), **kw)
 
+    @contextlib.asynccontextmanager
+    async def serving(self, **kw):
+        """site-b's terminal, in this process, for the ``async with``."""
+        server = self.server(**kw)
+        await server.start()
+        try:
+            yield server
+        finally:
+            await server.stop()
+
     def connector(self, server_port, site='site-a', ctx=None):
         name, ca, cert, key = self.terminal(site)
         ctx = ctx or tls.client_context(ca, cert, key)
@@ -161,9 +172,7 @@ class TestRounds(CatchUpTestCase):
         reports = []
 
         async def scenario():
-            server = self.server()
-            await server.start()
-            try:
+            async with self.serving() as server:
                 engine = catchup.CatchUp(
                     self.sites['site-a'], self.connector(server.port),
                     shipment, [spec], 'seed', threshold_bytes=64 * MiB,
@@ -178,8 +187,6 @@ class TestRounds(CatchUpTestCase):
                 self.write(spec, seed=3)
                 before = len(engine.rounds)
                 self.assertEqual(before + 1, len(await engine.run()))
-            finally:
-                await server.stop()
 
         self.run_async(scenario())
         self.assertGreater(reports[0].changed_bytes, 0)
@@ -202,17 +209,13 @@ class TestRounds(CatchUpTestCase):
         results = []
 
         async def scenario():
-            server = self.server()
-            await server.start()
-            try:
+            async with self.serving() as server:
                 for prev, snap in (('seed', 'n0'), ('n0', 'n1')):
                     client = await self.connector(server.port)()
                     results.append(await catchup.DiskSender(
                         client, self.sites['site-a'], spec,
                         shipment).send(prev, snap))
                     await client.close()
-            finally:
-                await server.stop()
 
         self.run_async(scenario())
         changed, wire = results[1]
@@ -413,16 +416,12 @@ class TestRounds(CatchUpTestCase):
         self.assertNotIn('n1', self.rbd_cli('site-b', 'snap', 'ls', spec))
 
         async def retry():
-            server = self.server()
-            await server.start()
-            try:
+            async with self.serving() as server:
                 client = await self.connector(server.port)()
                 await catchup.DiskSender(client, self.sites['site-a'], spec,
                                          shipment).send('seed', 'n1',
                                                         verify=True)
                 await client.close()
-            finally:
-                await server.stop()
 
         self.run_async(retry())
         self.assert_same(spec, 'n1')
@@ -459,9 +458,7 @@ class TestRounds(CatchUpTestCase):
         full = self.changed_bytes(spec, 'seed', 'n1')
 
         async def scenario():
-            server = self.server()
-            await server.start()
-            try:
+            async with self.serving() as server:
                 first = await self.cut_mid_round(
                     await self.connector(server.port)(), spec, shipment)
                 await asyncio.sleep(0.3)   # the terminal sees it is gone
@@ -471,8 +468,6 @@ class TestRounds(CatchUpTestCase):
                 await second.send('seed', 'n1', verify=True)
                 await client.close()
                 return first, second
-            finally:
-                await server.stop()
 
         _, second = self.run_async(scenario())
         # Only what was not acknowledged travels again: the changes below
@@ -536,9 +531,7 @@ class TestRounds(CatchUpTestCase):
         digests = {}
 
         async def scenario():
-            server = self.server(resume_timeout=1)
-            await server.start()
-            try:
+            async with self.serving(resume_timeout=1) as server:
                 await self.cut_mid_round(
                     await self.connector(server.port)(), spec, shipment)
                 await asyncio.sleep(0.2)
@@ -549,8 +542,6 @@ class TestRounds(CatchUpTestCase):
                 # for done.
                 digests['head'] = await asyncio.to_thread(
                     self.cli_sha256, 'site-b', spec)
-            finally:
-                await server.stop()
 
         self.run_async(scenario())
         self.assertEqual(seed_digest, digests['head'])
@@ -603,17 +594,13 @@ class TestRounds(CatchUpTestCase):
                         time.sleep(0.01)
 
         async def scenario():
-            server = self.server()
-            await server.start()
-            try:
+            async with self.serving() as server:
                 engine = catchup.CatchUp(
                     self.sites['site-a'], self.connector(server.port),
                     shipment, [spec], 'seed', threshold_bytes=MiB // 4,
                     max_rounds=6,
                     limiter=catchup.RateLimiter(2 * MiB))
                 return await engine.run()
-            finally:
-                await server.stop()
 
         thread = threading.Thread(target=writer)
         thread.start()
@@ -719,9 +706,7 @@ class TestGroupCommit(CatchUpTestCase):
         reports = []
 
         async def scenario():
-            server = self.server()
-            await server.start()
-            try:
+            async with self.serving() as server:
                 for i, spec in enumerate(specs):
                     self.write(spec, count=4, seed=40 + i)
                 engine = catchup.CatchUp(
@@ -729,8 +714,6 @@ class TestGroupCommit(CatchUpTestCase):
                     shipment, specs, 'seed', threshold_bytes=64 * MiB,
                     report=reports.append)
                 await engine.run()
-            finally:
-                await server.stop()
 
         self.run_async(scenario())
         for spec in specs:

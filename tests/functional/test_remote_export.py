@@ -57,15 +57,11 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
     def send(self, shipment, specs, snapshot, consolidate):
         """lsrp export/consolidate --remote into an in-process terminal."""
         async def scenario():
-            server = self.server(key_store=self.keys,
-                                 device_options={'shard_size': MiB})
-            await server.start()
-            try:
+            async with self.serving(key_store=self.keys, device_options={
+                    'shard_size': MiB}) as server:
                 return await remote.send_images(
                     self.connector(server.port), self.sites['site-a'],
                     shipment, specs, snapshot, consolidate)
-            finally:
-                await server.stop()
         return self.run_async(scenario())
 
     def import_and_compare(self, devs, digest, specs, snapshots):
