@@ -198,14 +198,21 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
                                  '--ceph-conf_file', '/nonexistent')
         name, ca, cert, key = self.terminal('site-a')
         s = self.sandbox.site('site-a')
-        out = run('export', '--remote', '127.0.0.1:%d' % port,
-                  '--server-name', self.terminal('site-b')[0],
-                  '--tls-ca', ca, '--tls-cert', cert, '--tls-key', key,
-                  '--name', name, '--shipment-id', shipment,
-                  '--snapshot', 'seed', '--ceph-conf', s.conf,
-                  '--keyring', s.keyring, '--progress', 'json', *specs)
+        remote_args = ['--remote', '127.0.0.1:%d' % port,
+                       '--server-name', self.terminal('site-b')[0],
+                       '--tls-ca', ca, '--tls-cert', cert, '--tls-key', key,
+                       '--name', name, '--shipment-id', shipment,
+                       '--ceph-conf', s.conf, '--keyring', s.keyring]
+        out = run('export', '--snapshot', 'seed', '--progress', 'json',
+                  *(remote_args + specs))
         events = [json.loads(line) for line in out.splitlines()]
         self.assertEqual(['sent', 'exported'], [e['event'] for e in events])
+        # Days later: the changes up to a new snapshot, taken by the command.
+        with self.pool().open_image(specs[0].split('/')[1]) as img:
+            img.write(5 * MiB, os.urandom(MiB))
+        out = run('consolidate', '--snapshot', 'c1', '--create-snapshot',
+                  *(remote_args + specs))
+        self.assertIn('consolidated through', out)
         # Images on a cluster: not at this terminal.
         run(*(state + ['authorize', '--shipment-id', 'other', 'vms/x']))
 
@@ -224,4 +231,4 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         digest = out.split()[-1]
         proc.send_signal(signal.SIGTERM)
         proc.wait()
-        self.import_and_compare(devs, digest, specs, ('seed',))
+        self.import_and_compare(devs, digest, specs, ('seed', 'c1'))
