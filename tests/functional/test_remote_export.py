@@ -157,6 +157,27 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         digest = export.Exporter(None, self.keys, self.state_b).seal(shipment)
         self.import_and_compare(devs, digest, specs, ('seed',))
 
+    def test_device_full_at_the_terminal_is_named_then_resumes(self):
+        specs = self.images((24 * MiB,))
+        devs = self.devices()
+        os.makedirs(devs[2])
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=3m', 'tmpfs',
+                        devs[2]], check=True)
+        self.addCleanup(subprocess.run, ['umount', devs[2]])
+        shipment = 'fedex-remote5'
+        receiver.declare(self.state_b, self.keys, shipment, specs, devs)
+        with self.assertRaises(exception.RemoteError) as e:
+            self.send(shipment, specs, 'seed', False)
+        # The source hears which device of the terminal is full.
+        self.assertEqual('INTERNAL', e.exception.code)
+        self.assertIn('device %s is full' % devs[2], str(e.exception))
+        # The operator at the terminal makes room; the same command again.
+        subprocess.run(['mount', '-o', 'remount,size=64m', devs[2]],
+                       check=True)
+        self.send(shipment, specs, 'seed', False)
+        digest = export.Exporter(None, self.keys, self.state_b).seal(shipment)
+        self.import_and_compare(devs, digest, specs, ('seed',))
+
     def test_rounds_out_of_order_and_sealed_shipments_are_refused(self):
         specs = self.images((8 * MiB,))
         devs = self.devices()
