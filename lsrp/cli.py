@@ -172,6 +172,9 @@ def add_parsers(subparsers):
     _devices(p, required=False)
     p.add_argument('--parity', type=int, help='With --device: devices that '
                    'may be lost (default 1 with 3 or more devices, else 0).')
+    p.add_argument('--peer', dest='peers', action='append', metavar='NAME',
+                   help='Only this terminal (its certificate name) may send '
+                   'them; repeat for more. Default: any terminal of the CA.')
 
     p = subparsers.add_parser('import', help='Import a sealed device set '
                               'into the local cluster, verified.')
@@ -343,13 +346,14 @@ def do_authorize(args):
     if args.devices:
         receiver_mod.declare(CONF.shipment.state_dir, _keys(),
                              args.shipment_id, args.images, args.devices,
-                             args.parity, CONF.shipment.chunk_size)
+                             args.parity, CONF.shipment.chunk_size,
+                             args.peers)
         print('authorized: %s for %s, onto %s' % (
             ', '.join(args.images), args.shipment_id,
             ', '.join(args.devices)))
         return
     importer_mod.authorize(CONF.shipment.state_dir, args.shipment_id,
-                           args.images)
+                           args.images, peers=args.peers)
     print('authorized: %s for %s' % (', '.join(args.images),
                                      args.shipment_id))
 

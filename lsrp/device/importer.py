@@ -52,16 +52,27 @@ def open_shipment(devices, key_store, expect_digest=None):
     return devset, crypto, manifest
 
 
-def authorize(state_dir, shipment_id, images, source=None, sink='rbd'):
+def authorize(state_dir, shipment_id, images, source=None, sink='rbd',
+              peers=None):
     """Let lsrp-server accept sessions for these images of a shipment.
 
     ``sink``: where their rounds go: ``rbd`` (the images, on this site's
     cluster) or ``devices`` (the shipment's device set, see receiver).
+    ``peers``: the only terminals (certificate names) that may send them;
+    None keeps the ones given before (none given: any terminal of the
+    deployment's CA).
     """
     path = os.path.join(state_dir, shipment_id, 'authorized.json')
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    if peers is None:
+        try:
+            with open(path) as f:
+                peers = json.load(f).get('peers')
+        except (OSError, ValueError):
+            pass
     deviceset_mod.write_atomic(path, json.dumps(
-        {'images': sorted(images), 'source': source, 'sink': sink}).encode())
+        {'images': sorted(images), 'source': source, 'sink': sink,
+         'peers': sorted(peers) if peers else None}).encode())
 
 
 def write_groups(runs):

@@ -35,7 +35,7 @@ LOG = logging.getLogger(__name__)
 
 
 def declare(state_dir, key_store, shipment_id, images, devices, parity=None,
-            chunk_size=64 << 10):
+            chunk_size=64 << 10, peers=None):
     """Make the record of a shipment this terminal will receive.
 
     Declaring the same shipment again with the same layout does nothing.
@@ -47,11 +47,15 @@ def declare(state_dir, key_store, shipment_id, images, devices, parity=None,
     if record.exists():
         export_mod.check_same(shipment_id, record.load(), wanted,
                               'declaring again')
+        if peers is not None:
+            importer_mod.authorize(state_dir, shipment_id, images,
+                                   sink='devices', peers=peers)
         return
     key_store.create(shipment_id)
     record.save(dict(wanted, shipment_id=shipment_id, state='receiving',
                      snapshots=[], versions=[], received={}))
-    importer_mod.authorize(state_dir, shipment_id, images, sink='devices')
+    importer_mod.authorize(state_dir, shipment_id, images, sink='devices',
+                           peers=peers)
 
 
 def _protocol(code, reason):

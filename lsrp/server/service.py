@@ -46,11 +46,12 @@ _COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
 _UNDER_WAY = (sessions_mod.REPLICATING, sessions_mod.PREPARED)
 
 
-def authorize(state_dir, shipment, disk):
-    """The shipment's entry if ``disk`` is one of its images we know of.
+def authorize(state_dir, shipment, disk, peer):
+    """The shipment's entry if ``peer`` may write ``disk``, one of its images.
 
-    Known: imported here, or declared to be received on devices here. Else
-    raise NOT_ALLOWED.
+    Known images: imported here, or declared to be received on devices here;
+    and when the shipment names its peers, ``peer`` must be one. Else raise
+    NOT_ALLOWED.
     """
     path = os.path.join(state_dir, shipment, 'authorized.json')
     try:
@@ -65,6 +66,10 @@ def authorize(state_dir, shipment, disk):
         raise exception.ProtocolError(
             code='NOT_ALLOWED', reason='%s is not an image of shipment %s'
             % (disk, shipment))
+    if entry.get('peers') and peer not in entry['peers']:
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='terminal %s may not send shipment %s'
+            ' (only %s)' % (peer, shipment, ', '.join(entry['peers'])))
     return entry
 
 
@@ -478,7 +483,7 @@ class PeerHandler(object):
 
     async def _init_session(self, frame):
         disk, shipment = frame.body['disk'], frame.body['shipment']
-        entry = authorize(self.server.state_dir, shipment, disk)
+        entry = authorize(self.server.state_dir, shipment, disk, self.peer)
         if 'attach' in frame.body:
             session = frame.body['attach']
             shared = self.server.shared.get(session)

@@ -723,6 +723,36 @@ class TestGroupCommit(CatchUpTestCase):
 
 
 class TestTerminalSecurity(CatchUpTestCase):
+
+    def test_a_shipment_names_the_terminals_that_may_send_it(self):
+        spec, shipment = self.seeded(8 * MiB)
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.write(0, os.urandom(MiB))
+            img.create_snapshot('n1')
+        source = self.terminal('site-a')[0]
+        # (lsrp import wrote the shipment's entry; the operator narrows it.)
+        importer.authorize(self.state_b, shipment, [spec],
+                           peers=['terminal-elsewhere'])
+
+        async def send():
+            async with self.serving() as server:
+                client = await self.connector(server.port)()
+                try:
+                    await catchup.DiskSender(
+                        client, self.sites['site-a'], spec, shipment).send(
+                            'seed', 'n1')
+                finally:
+                    await client.close()
+
+        with self.assertRaises(exception.RemoteError) as e:
+            self.run_async(send())
+        self.assertEqual('NOT_ALLOWED', e.exception.code)
+        self.assertIn('terminal %s may not send shipment %s' % (
+            source, shipment), str(e.exception))
+        self.assertNotIn('n1', self.rbd_cli('site-b', 'snap', 'ls', spec))
+        importer.authorize(self.state_b, shipment, [spec], peers=[source])
+        self.run_async(send())
+        self.assert_same(spec, 'n1')
     """Who may talk to a terminal, and what a bad peer gets."""
 
     def _other_ca_context(self, expired=False):
