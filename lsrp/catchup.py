@@ -126,6 +126,7 @@ class DiskSender(object):
         self._zstd = zstandard.ZstdCompressor(level=1)
         self.changed = self.wire = 0
         self.resumed_at = 0
+        self.ordered = None
 
     async def send(self, from_snapshot, snapshot, verify=False, extra=(),
                    describe=False, group=None):
@@ -182,7 +183,8 @@ class DiskSender(object):
                 if group:
                     body['group'] = group
                 if verify:
-                    body['image_digest'] = await asyncio.to_thread(
+                    digest = self.ordered and self.ordered.hexdigest(size)
+                    body['image_digest'] = digest or await asyncio.to_thread(
                         image.digest, 'blake3')
         await conn.request(m.REPLICATION_COMPLETE, body, session)
         return changed, self.wire
@@ -201,11 +203,24 @@ class DiskSender(object):
         return [digest_mod.block_digest(data[start:start + DEDUP_BLOCK])
                 for start in range(0, len(data), DEDUP_BLOCK)]
 
+    def _next(self, changes, done):
+        item = next(changes, done)
+        if self.ordered is not None and item is not done:
+            piece, data = item
+            if data is None:
+                self.ordered.zeros(piece.offset, piece.length)
+            else:
+                self.ordered.data(piece.offset, data)
+        return item
+
     async def _stream(self, streams, image, from_snapshot, start=0):
         """Deal the changed pieces over the streams, in turn; drain them."""
         changes = image.iter_changes(from_snapshot, chunk_size=self.block,
                                      start=start)
         self.changed = self.wire = 0
+        # A whole image sent from its start: its digest on the way.
+        self.ordered = (digest_mod.OrderedDigest()
+                        if from_snapshot is None and not start else None)
         done = object()
         turn = 0
         reading = None
@@ -214,7 +229,7 @@ class DiskSender(object):
                 # Shielded: a cancelled round still waits for the read
                 # running in its thread (below) before the image closes.
                 reading = asyncio.ensure_future(
-                    asyncio.to_thread(next, changes, done))
+                    asyncio.to_thread(self._next, changes, done))
                 item = await asyncio.shield(reading)
                 if item is done:
                     break

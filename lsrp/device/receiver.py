@@ -30,6 +30,7 @@ from lsrp.device import record as record_mod
 from lsrp.device import verify as verify_mod
 from lsrp.device import writer as writer_mod
 from lsrp import exception
+from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +92,8 @@ class DeviceSetSink(object):
         self.checkpoint_bytes = checkpoint_bytes
         self.writer = None
         self.snap = None       # index of the snapshot being received
+        self.size = None       # its size
+        self.ordered = None    # its digest as it arrives, if from the start
         self._lock = None
 
     # --- what is here -------------------------------------------------------
@@ -148,7 +151,13 @@ class DeviceSetSink(object):
         self._open_writer()
         if self.writer.is_done(self.index, self.snap):
             return size
-        return self.writer.resume_offset(self.index, self.snap)
+        offset = self.writer.resume_offset(self.index, self.snap)
+        # A seed received from its start is checked on the way; anything
+        # else is read back from the devices at the end.
+        self.ordered = (digest_mod.OrderedDigest()
+                        if base is None and offset == 0 else None)
+        self.size = size
+        return offset
 
     def _take_lock(self):
         if self._lock is not None:
@@ -215,10 +224,14 @@ class DeviceSetSink(object):
     def write(self, offset, data):
         self.writer.add_data(offset, data)
         self.writer.end_piece(self.index, self.snap, offset + len(data))
+        if self.ordered is not None:
+            self.ordered.data(offset, data)
 
     def zero(self, offset, length):
         self.writer.add_zeros(offset, length)
         self.writer.end_piece(self.index, self.snap, offset + length)
+        if self.ordered is not None:
+            self.ordered.zeros(offset, length)
 
     def complete(self, snapshot, digest=None, final=False):
         """This image is whole at ``snapshot``; checked, read back.
@@ -231,11 +244,18 @@ class DeviceSetSink(object):
                             'digest of every snapshot' % self.spec)
         writer = self.writer
         writer.flush()
-        actual = self._digest_on_devices(writer)
+        actual = self.ordered and self.ordered.hexdigest(self.size)
+        how = 'arrived with'
+        if actual is None:
+            actual = self._digest_on_devices(writer)
+            how = 'reads back from the devices as'
         if actual != digest:
-            raise _protocol('DIGEST_MISMATCH', '%s@%s reads back from the '
-                            'devices as %s, the source says %s' % (
-                                self.spec, snapshot, actual, digest))
+            # Resuming over this content would never match: drop it.
+            writer.reset(self.index, self.snap)
+            raise _protocol('DIGEST_MISMATCH', '%s@%s %s digest %s, the '
+                            'source says %s; what was received of it is '
+                            'dropped: send it again' % (
+                                self.spec, snapshot, how, actual, digest))
         writer.end_snapshot(self.index, self.snap, digest)
         writer.flush()
         manifest = writer.manifest

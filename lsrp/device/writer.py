@@ -83,6 +83,10 @@ class ShipmentWriter(object):
         for image, snap, digest in entry.get('done', []):
             self._snapshot(image, snap)['digest'] = digest
             self._done.add((image, snap))
+        for image, snap in entry.get('reset', []):
+            self._snapshot(image, snap).update(runs=[], digest=None)
+            self._positions.pop((image, snap), None)
+            self._done.discard((image, snap))
 
     def _snapshot(self, image, snap):
         return self.manifest.images[image]['snapshots'][snap]
@@ -162,6 +166,23 @@ class ShipmentWriter(object):
                                   for run in self._piece_runs)
         self._piece_runs = []
         self._cursor = [image, snap, end]
+
+    def reset(self, image, snap):
+        """Forget what was added for (image, snapshot): it starts over.
+
+        For content that turned out wrong (its digest did not match). The
+        chunks stay in the stripes; later content may still refer to them.
+        """
+        self._piece_runs = []
+        self._pending_runs = [r for r in self._pending_runs
+                              if (r[0], r[1]) != (image, snap)]
+        self._pending_done = [d for d in self._pending_done
+                              if (d[0], d[1]) != (image, snap)]
+        self._cursor = None
+        self.flush()
+        entry = {'reset': [[image, snap]]}
+        self.journal.append(entry)
+        self._apply(entry)
 
     def end_snapshot(self, image, snap, digest):
         self._pending_done.append([image, snap, digest])

@@ -66,3 +66,42 @@ def digest_pieces(pieces, algorithm='sha256'):
             hasher.update(data)
         total += ext.length
     return hasher.hexdigest(), total
+
+
+class OrderedDigest(object):
+    """An image digest fed with its ranges in offset order, holes as zeros.
+
+    A transfer that sends an image from its start computes the digest on
+    the way instead of reading the image again. A range that comes before
+    one already fed (a resumed transfer) makes it ``valid = False``: the
+    digest must then be computed another way.
+    """
+
+    def __init__(self, algorithm='blake3'):
+        self._hasher = new_hash(algorithm)
+        self.pos = 0
+        self.valid = True
+
+    def _skip_to(self, offset):
+        if not self.valid or offset < self.pos:
+            self.valid = False
+            return False
+        update_zeros(self._hasher, offset - self.pos)
+        return True
+
+    def data(self, offset, data):
+        if self._skip_to(offset):
+            self._hasher.update(data)
+            self.pos = offset + len(data)
+
+    def zeros(self, offset, length):
+        if self._skip_to(offset):
+            update_zeros(self._hasher, length)
+            self.pos = offset + length
+
+    def hexdigest(self, size):
+        """The digest of an image of ``size`` bytes; None if not valid."""
+        if not self._skip_to(size):
+            return None
+        self.pos = size
+        return self._hasher.hexdigest()

@@ -12,6 +12,8 @@ Prints, for the same image in the same run:
     (target <= 300 MB);
   * a flock of clones of a template, each with distinct writes: bytes on the
     devices vs the sum of the ``rbd export`` sizes (target <= 0.20);
+  * an export through the terminal the devices hang off (``lsrp export
+    --remote`` into ``lsrp-server``) vs a local export and ``rbd export``;
   * throughput of the hash, cipher, compressor and erasure code.
 Needs a running sandbox (``fedex-sandbox up``); uses pool vms on both sites.
 """
@@ -75,7 +77,7 @@ class Bench(object):
 
     def __init__(self, args):
         self.args = args
-        sb = sandbox_mod.Sandbox(os.environ.get(
+        sb = self.sandbox = sandbox_mod.Sandbox(os.environ.get(
             sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR))
         self.a, self.b = sb.site('site-a'), sb.site('site-b')
         self.work = tempfile.mkdtemp(prefix='fedex-bench-',
@@ -168,6 +170,61 @@ class Bench(object):
             label, size * fill / MiB, on_devices / MiB))
         sys.stdout.flush()
 
+    def remote_export(self, label, size, fill):
+        """Export through the terminal the devices hang off (TLS, loopback).
+
+        Against a local export and ``rbd export`` + sync of the same image.
+        """
+        name = '%s-%s' % (self.tag, label)
+        self.make_image(name, size, fill)
+        ref_file = os.path.join(self.work, name + '.raw')
+        t_ref, _ = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
+                                ref_file))
+        t_sync, _ = run(['sync', '-f', ref_file])
+        os.unlink(ref_file)
+        t_local, _ = run(self.lsrp(
+            'export', 'vms/%s' % name, '--snapshot', 'base',
+            '--shipment-id', name + '-local', *self.devices(name + '-local'),
+            site=self.a))
+        shutil.rmtree(os.path.join(self.work, name + '-local'))
+        # The device terminal: its own state and keys, no cluster.
+        term = os.path.join(self.work, 'terminal')
+        state = ['--shipment-state_dir', os.path.join(term, 'state'),
+                 '--shipment-key_dir', os.path.join(term, 'keys')]
+        ship = name + '-remote'
+        subprocess.run([os.path.join(BIN, 'lsrp')] + state + [
+            'authorize', '--shipment-id', ship, 'vms/' + name]
+            + self.devices(ship), check=True, capture_output=True)
+        t_name, ca, cert, key = self.sandbox.terminal('site-b')
+        port = 15990
+        server = subprocess.Popen(
+            [os.path.join(BIN, 'lsrp-server'), '--server-name', t_name,
+             '--server-port', str(port), '--server-tls_ca', ca,
+             '--server-tls_cert', cert, '--server-tls_key', key,
+             '--server-norbd_sink'] + state,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            server.stdout.readline()   # listening
+            s_name, ca, cert, key = self.sandbox.terminal('site-a')
+            t_remote, rss = run(self.lsrp(
+                'export', '--remote', '127.0.0.1:%d' % port,
+                '--server-name', t_name, '--tls-ca', ca, '--tls-cert', cert,
+                '--tls-key', key, '--name', s_name, '--shipment-id', ship,
+                '--snapshot', 'base', 'vms/' + name, site=self.a))
+            with open('/proc/%d/status' % server.pid) as f:
+                hwm = [int(line.split()[1]) for line in f
+                       if line.startswith('VmHWM')][0] / 1024.0
+        finally:
+            server.terminate()
+            server.wait()
+        shutil.rmtree(os.path.join(self.work, ship))
+        print('%-10s export through the device terminal %6.1f s vs local '
+              'export %6.1f s: ratio %.2f; vs rbd export + sync %6.1f s: '
+              'ratio %.2f; peak RSS sender %.0f MB, terminal %.0f MB' % (
+                  label, t_remote, t_local, t_remote / t_local,
+                  t_ref + t_sync, t_remote / (t_ref + t_sync), rss, hwm))
+        sys.stdout.flush()
+
     def flock(self):
         args = self.args
         size = int(args.flock_gib * GiB)
@@ -256,7 +313,9 @@ def main():
     parser.add_argument('--template-fill', type=float, default=0.5)
     parser.add_argument('--work-dir', default='/var/tmp')
     parser.add_argument('--skip', action='append', default=[],
-                        choices=['image', 'sparse', 'flock', 'primitives'])
+                        choices=['image', 'sparse', 'flock', 'primitives',
+                                 'remote'])
+    parser.add_argument('--remote-gib', type=float, default=1)
     args = parser.parse_args()
     bench = Bench(args)
     try:
@@ -268,6 +327,9 @@ def main():
             bench.export_import('sparse', int(args.sparse_gib * GiB), 0.001)
         if 'flock' not in args.skip:
             bench.flock()
+        if 'remote' not in args.skip:
+            bench.remote_export('remote', int(args.remote_gib * GiB),
+                                args.fill)
     finally:
         bench.cleanup()
 

@@ -185,12 +185,43 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         receiver.declare(self.state_b, self.keys, shipment, specs, devs)
         self.change(specs, 'c1')
 
+        # A source whose data does not match the digest it claims.
+        async def wrong_digest():
+            async with self.serving(key_store=self.keys) as server:
+                client = await self.connector(server.port)()
+                try:
+                    conn = client.conn
+                    session = (await conn.request(m.INIT_SESSION, {
+                        'disk': specs[0], 'shipment': shipment}))['session']
+                    await conn.request(m.REPLICATION_START, {
+                        'snapshot': 'seed', 'size': 8 * MiB,
+                        'object_size': 4 * MiB, 'features': []}, session)
+                    data = os.urandom(MiB)
+                    await conn.request(m.REPLICATION_UPDATE, {
+                        'offset': 0, 'data': data,
+                        'digest': catchup.digest_mod.block_digest(data)},
+                        session)
+                    await conn.request(m.REPLICATION_COMPLETE, {
+                        'snapshot': 'seed', 'image_digest': '0' * 64},
+                        session)
+                finally:
+                    await client.close()
+        with self.assertRaises(exception.RemoteError) as e:
+            self.run_async(wrong_digest())
+        self.assertEqual('DIGEST_MISMATCH', e.exception.code)
+        with self.assertRaises(exception.ShipmentError):
+            verify.verify(devs, self.keys)     # no manifest: not finished
         # A consolidation before the seed: the devices hold nothing yet.
         with self.assertRaises(exception.ShipmentError) as e:
             self.send(shipment, specs, 'c1', True)
         self.assertIn('send the seed first', str(e.exception))
+        # The next attempt starts over, not from the bad content.
         self.send(shipment, specs, 'seed', False)
-        export.Exporter(None, self.keys, self.state_b).seal(shipment)
+        digest = export.Exporter(None, self.keys, self.state_b).seal(shipment)
+        on_devices = verify.verify(devs, self.keys, digest)['images'][0]
+        with self.pool().open_image(specs[0].split('/')[1],
+                                    snapshot='seed') as img:
+            self.assertEqual(img.digest('blake3'), on_devices['digest'])
         with self.assertRaises(exception.RemoteError) as e:
             self.send(shipment, specs, 'c1', True)
         self.assertEqual('NOT_ALLOWED', e.exception.code)

@@ -37,3 +37,24 @@ class TestDigest(testtools.TestCase):
         e = self.assertRaises(exception.FedexException, digest.new_hash, 'md4')
         self.assertIn('md4', str(e))
         self.assertIn('sha256', str(e))
+
+
+class TestOrderedDigest(testtools.TestCase):
+
+    def test_ranges_with_gaps_equal_the_flat_image(self):
+        ordered = digest.OrderedDigest()
+        ordered.data(4096, b'a' * 10)
+        ordered.zeros(8192, 100)        # an explicit zero range
+        ordered.data(70000, b'b' * 3)
+        flat = bytearray(100000)
+        flat[4096:4106] = b'a' * 10
+        flat[70000:70003] = b'bbb'
+        self.assertEqual(blake3.blake3(bytes(flat)).hexdigest(),
+                         ordered.hexdigest(100000))
+
+    def test_a_range_out_of_order_gives_no_digest(self):
+        ordered = digest.OrderedDigest()
+        ordered.data(1000, b'x' * 100)
+        ordered.data(500, b'y')          # a resumed transfer went back
+        self.assertFalse(ordered.valid)
+        self.assertIsNone(ordered.hexdigest(2000))
