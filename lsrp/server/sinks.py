@@ -148,11 +148,19 @@ class RbdImageSink(object):
                 self._image.remove_snapshot(snapshot)
                 if self.base:
                     self._rollback(self.base)
+                    done = 'rolled back to %s' % self.base
+                else:
+                    # A first snapshot: holes the next attempt does not
+                    # write would keep this content. Start from nothing.
+                    self._image.close()
+                    self._image = self.name_open = None
+                    self._pool.remove_image(self.staging)
+                    done = '%s removed' % self.staging
                 self.started = False
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s@%s has digest %s, the '
-                    'source says %s; rolled back to %s' % (
-                        self.spec, snapshot, actual, digest, self.base))
+                    'source says %s; %s' % (self.spec, snapshot, actual,
+                                            digest, done))
         self.started = False
         if final and self.name_open == self.staging:
             self._image.close()

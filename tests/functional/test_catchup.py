@@ -950,6 +950,32 @@ class TestRemoteImport(CatchUpTestCase):
         shutil.rmtree(devs[1])     # lost on the way
         importer.authorize(self.state_b, shipment, [spec])
 
+        async def liar():
+            # Junk where the image has a hole, and a digest that lies.
+            async with self.serving() as server:
+                client = await self.connector(server.port)()
+                try:
+                    conn = client.conn
+                    session = (await conn.request(m.INIT_SESSION, {
+                        'disk': spec, 'shipment': shipment}))['session']
+                    await conn.request(m.REPLICATION_START, {
+                        'snapshot': 'seed', 'size': 32 * MiB}, session)
+                    junk = os.urandom(MiB)
+                    await conn.request(m.REPLICATION_UPDATE, {
+                        'offset': 30 * MiB, 'data': junk,
+                        'digest': catchup.digest_mod.block_digest(junk)},
+                        session)
+                    await conn.request(m.REPLICATION_COMPLETE, {
+                        'snapshot': 'seed', 'image_digest': '0' * 64,
+                        'final': True}, session)
+                finally:
+                    await client.close()
+        with self.assertRaises(exception.RemoteError) as e:
+            self.run_async(liar())
+        self.assertEqual('DIGEST_MISMATCH', e.exception.code)
+        self.assertEqual([], [n for n in self.pool('site-b').list_images()
+                              if n.startswith(name)])
+
         async def scenario():
             server = self.server()
             await server.start()
