@@ -414,8 +414,8 @@ class PeerHandler(object):
         elif frame.type == m.INIT_SESSION:
             await self._init_session(frame)
         elif frame.type in _START:
-            disk, sink = self._session(frame)
-            shared = self._shared(frame)
+            shared = self._session(frame)
+            disk, sink = shared.disk, shared.sink
             body = frame.body
             image = {k: body[k] for k in ('object_size', 'features')
                      if k in body}
@@ -440,19 +440,19 @@ class PeerHandler(object):
         elif frame.type == m.TRANSFER_CONFIG_FILE:
             await self._config_file(frame)
         elif frame.type == m.REPLICATION_CHECKSUM:
-            disk, sink = self._session(frame, sessions_mod.REPLICATING)
+            shared = self._session(frame, sessions_mod.REPLICATING)
             body = frame.body
             if not 0 < body['block'] <= MAX_BLOCK:
                 raise exception.ProtocolError(
                     code='BAD_FIELD', reason='block size %d' % body['block'])
-            differ = await self._sink_op(self._shared(frame), sink.differing,
+            differ = await self._sink_op(shared, shared.sink.differing,
                                          body['offset'], body['block'],
                                          body['digests'])
             await self.conn.respond(frame, {'offset': body['offset'],
                                             'differ': differ})
         elif frame.type in _COMPLETE:
-            disk, sink = self._session(frame, sessions_mod.REPLICATING)
-            shared = self._shared(frame)
+            shared = self._session(frame, sessions_mod.REPLICATING)
+            disk, sink = shared.disk, shared.sink
             digest = frame.body.get('image_digest')
             if 'group' in frame.body:
                 if frame.body.get('final') or not hasattr(sink, 'prepare'):
@@ -589,19 +589,23 @@ class PeerHandler(object):
         return self.server.shared[frame.session]
 
     def _session(self, frame, state=None):
+        """The frame's SharedSession, checked: current, in ``state``.
+
+        Callers take ``.sink`` from it at once: a session taken over later
+        has none.
+        """
         shared = self._shared(frame)
-        disk, sink = shared.disk, shared.sink
+        disk = shared.disk
         self.server.sessions.check(disk, frame.session)
         if state and self.server.sessions.state(disk) != state:
             raise exception.ProtocolError(
                 code='BAD_STATE', reason='%s: %s while %s' % (
                     disk, frame.name, self.server.sessions.state(disk)))
-        return disk, sink
+        return shared
 
     async def _config_file(self, frame):
         """D8: a VM's configuration, in pieces, kept with its shipment."""
-        self._session(frame)
-        shipment = self._shared(frame).shipment
+        shipment = self._session(frame).shipment
         body = frame.body
         name = body['name']
         if not _CONFIG_NAME.match(name):
@@ -619,17 +623,18 @@ class PeerHandler(object):
             'acked': body['offset'] + len(body['data'])})
 
     async def _update(self, frame, entry):
-        disk, sink = self._session(frame, sessions_mod.REPLICATING)
+        shared = self._session(frame, sessions_mod.REPLICATING)
+        disk, sink = shared.disk, shared.sink
         body = frame.body
         if frame.type == m.REPLICATION_ZERO:
-            await self._sink_op(self._shared(frame), sink.zero,
-                                body['offset'], body['length'])
+            await self._sink_op(shared, sink.zero, body['offset'],
+                                body['length'])
             end = body['offset'] + body['length']
         else:
             # Decompressing, hashing and writing all run in the worker
             # thread: zstd, BLAKE3 and librbd let go of the GIL.
-            end = await self._sink_op(self._shared(frame), _unpack_and_write,
-                                      sink, disk, body)
+            end = await self._sink_op(shared, _unpack_and_write, sink, disk,
+                                      body)
         if entry is not None:
             self._applied(entry, end)
         await self.conn.respond(frame, {'acked': end})
