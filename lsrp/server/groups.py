@@ -20,15 +20,13 @@ them back.
 from concurrent import futures
 import json
 import os
-import re
 
 from oslo_log import log as logging
 
 from lsrp.device import deviceset
-from lsrp import exception
+from lsrp.server import names
 
 LOG = logging.getLogger(__name__)
-NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$')
 
 
 class GroupLog(object):
@@ -37,11 +35,7 @@ class GroupLog(object):
         self.dir = os.path.join(state_dir, 'groups')
 
     def _path(self, group):
-        if not NAME.match(group):
-            raise exception.ProtocolError(
-                code='NOT_ALLOWED', reason='group name %r: letters, digits, '
-                '".", "_" and "-" only' % group[:64])
-        return os.path.join(self.dir, group + '.json')
+        return os.path.join(self.dir, names.check('group', group) + '.json')
 
     def _save(self, group, snapshot, disks, state):
         os.makedirs(self.dir, exist_ok=True)

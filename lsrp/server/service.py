@@ -11,7 +11,6 @@ import asyncio
 import collections
 import json
 import os
-import re
 import threading
 
 from oslo_log import log as logging
@@ -25,13 +24,13 @@ from lsrp.protocol import messages as m
 from lsrp.protocol import sessions as sessions_mod
 from lsrp.rbd import digest as digest_mod
 from lsrp.server import groups as groups_mod
+from lsrp.server import names
 from lsrp.server import sinks
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
 MAX_BLOCK = 16 << 20
 MAX_CONFIG = 16 << 20
-_CONFIG_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$')
 _LOCAL = threading.local()
 # Data frames of one connection applied at once (per connection; all
 # connections share the server's worker threads).
@@ -607,11 +606,7 @@ class PeerHandler(object):
         """D8: a VM's configuration, in pieces, kept with its shipment."""
         shipment = self._session(frame).shipment
         body = frame.body
-        name = body['name']
-        if not _CONFIG_NAME.match(name):
-            raise exception.ProtocolError(
-                code='NOT_ALLOWED', reason='config file name %r: letters, '
-                'digits, ".", "_" and "-" only' % name[:64])
+        name = names.check('config file', body['name'])
         if body['offset'] + len(body['data']) > MAX_CONFIG:
             raise exception.ProtocolError(
                 code='NOT_ALLOWED', reason='config file %s beyond %d bytes'
