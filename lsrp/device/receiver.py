@@ -267,10 +267,7 @@ class DeviceSetSink(object):
 
     def _digest_on_devices(self, writer):
         manifest = writer.manifest
-        segments = []
-        for snap in manifest.images[self.index]['snapshots']:
-            segments = [s for s in verify_mod.overlay(segments, snap['runs'])
-                        if s[0] < snap['size']]
+        *_, (snap, segments) = verify_mod.layers(manifest.images[self.index])
         reader = reader_mod.ChunkReader(writer.devset, writer.crypto,
                                         manifest)
         try:

@@ -46,6 +46,19 @@ def overlay(segments, runs):
     return out
 
 
+def layers(img):
+    """Yield ``(snapshot, segments)`` for each snapshot of a manifest image.
+
+    The segments are the runs of every snapshot up to it, overlaid, cut at
+    its size.
+    """
+    segments = []
+    for snap in img['snapshots']:
+        segments = [s for s in overlay(segments, snap['runs'])
+                    if s[0] < snap['size']]
+        yield snap, segments
+
+
 def verify(devices, key_store, expect_digest=None):
     """Return a report dict; raise a VerificationFailed error on damage."""
     devset, crypto, manifest = importer_mod.open_shipment(
@@ -57,10 +70,7 @@ def verify(devices, key_store, expect_digest=None):
             reader.read(digest, '(chunk scan)')
         images = []
         for img in manifest.images:
-            segments = []
-            for snap in img['snapshots']:
-                segments = [s for s in overlay(segments, snap['runs'])
-                            if s[0] < snap['size']]
+            for snap, segments in layers(img):
                 actual = image_digest(reader, segments, snap['size'])
                 spec = '%s/%s' % (img['pool'], img['name'])
                 if actual != snap['digest']:
