@@ -393,20 +393,17 @@ class CatchUp(object):
 
     async def _send_all(self, snapshot, verify):
         """Every disk's share of a round; returns (senders, exceptions)."""
-        clients = []
+        clients, senders, failures = [], [], []
         try:
             for _ in self.disks:
-                clients.append([await self.connect()
-                                for _ in range(self.streams)])
-        except CONNECTION_LOST as e:
-            for mine in clients:
-                for client in mine:
-                    await client.close()
-            return [], [e]
-        senders = [DiskSender(mine[0], self.cluster, spec, self.shipment,
-                              self.limiter, self.compress, dedup=self.dedup)
-                   for mine, spec in zip(clients, self.disks)]
-        try:
+                mine = []
+                clients.append(mine)
+                for _ in range(self.streams):
+                    mine.append(await self.connect())
+            senders = [DiskSender(mine[0], self.cluster, spec, self.shipment,
+                                  self.limiter, self.compress,
+                                  dedup=self.dedup)
+                       for mine, spec in zip(clients, self.disks)]
             results = await asyncio.gather(*[
                 sender.send(self.previous, snapshot, verify, mine[1:],
                             group=snapshot)
@@ -415,11 +412,10 @@ class CatchUp(object):
             failures = [r for r in results if isinstance(r, BaseException)]
             if not failures:
                 # Snapshot N appears on every disk at once, or on none.
-                try:
-                    await commit_group(clients[0][0], snapshot, self.disks,
-                                       snapshot)
-                except CONNECTION_LOST as e:
-                    failures.append(e)
+                await commit_group(clients[0][0], snapshot, self.disks,
+                                   snapshot)
+        except CONNECTION_LOST as e:
+            failures.append(e)
         finally:
             for mine in clients:
                 for client in mine:
