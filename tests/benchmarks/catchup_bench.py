@@ -63,8 +63,10 @@ class Bench(object):
         return ['rbd', '-c', site.conf, '--keyring', site.keyring,
                 '--no-progress'] + list(args)
 
-    def sha(self, site, spec):
-        return site.export_sha256(spec)
+    def bit_exact(self, snapshot):
+        """Whether both sites hold the same image at ``snapshot``."""
+        spec = '%s@%s' % (self.spec, snapshot)
+        return self.a.export_sha256(spec) == self.b.export_sha256(spec)
 
     def write(self, offset, mib, compressible):
         with self.ca.pool('vms') as pool, pool.open_image(self.name) as img:
@@ -187,12 +189,10 @@ class Bench(object):
             stream1 = self.export_diff_size('seed', 'n1')
             changed, wire, ours = asyncio.run(
                 self.lsrp_round(shipment, 'seed', 'n1'))
-            ok1 = self.sha(self.a, self.spec + '@n1') == self.sha(
-                self.b, self.spec + '@n1')
+            ok1 = self.bit_exact('n1')
             self.undo_at_b('n1', 'seed')
             ref = self.reference_round('seed', 'n1')
-            ok_ref = self.sha(self.a, self.spec + '@n1') == self.sha(
-                self.b, self.spec + '@n1')
+            ok_ref = self.bit_exact('n1')
             print('delta 1 (%d MiB, half compressible) over %d Mbit/s, %g ms:'
                   % (changed / MiB, args.rate_mbit, args.delay_ms))
             print('  bytes on the wire %.1f MiB vs rbd export-diff stream '
@@ -210,8 +210,7 @@ class Bench(object):
             stream2 = self.export_diff_size('n1', 'n2')
             changed, wire, ours = asyncio.run(
                 self.lsrp_round(shipment, 'n1', 'n2'))
-            ok2 = self.sha(self.a, self.spec + '@n2') == self.sha(
-                self.b, self.spec + '@n2')
+            ok2 = self.bit_exact('n2')
             print('delta 2 (%d MiB, half already at the destination):'
                   % (changed / MiB))
             print('  bytes on the wire %.1f MiB vs rbd export-diff stream '

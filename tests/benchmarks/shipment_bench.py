@@ -127,15 +127,20 @@ class Bench(object):
 
     # --- the measurements ---------------------------------------------------
 
-    def export_import(self, label, size, fill):
-        name = '%s-%s' % (self.tag, label)
-        self.make_image(name, size, fill)
+    def reference_export(self, name):
+        """``rbd export`` of name@base to a file: (file, seconds, + sync)."""
         ref_file = os.path.join(self.work, name + '.raw')
-        t_ref_exp, _ = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
-                                    ref_file))
+        t_ref, _ = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
+                                ref_file))
         # Our export returns with its data on stable storage (devices are
         # unplugged next); rbd export leaves it in the page cache.
         t_sync, _ = run(['sync', '-f', ref_file])
+        return ref_file, t_ref, t_sync
+
+    def export_import(self, label, size, fill):
+        name = '%s-%s' % (self.tag, label)
+        self.make_image(name, size, fill)
+        ref_file, t_ref_exp, t_sync = self.reference_export(name)
         ship = name
         t_exp, rss_exp = run(self.lsrp(
             'export', 'vms/%s' % name, '--snapshot', 'base',
@@ -177,10 +182,7 @@ class Bench(object):
         """
         name = '%s-%s' % (self.tag, label)
         self.make_image(name, size, fill)
-        ref_file = os.path.join(self.work, name + '.raw')
-        t_ref, _ = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
-                                ref_file))
-        t_sync, _ = run(['sync', '-f', ref_file])
+        ref_file, t_ref, t_sync = self.reference_export(name)
         os.unlink(ref_file)
         t_local, _ = run(self.lsrp(
             'export', 'vms/%s' % name, '--snapshot', 'base',

@@ -101,6 +101,10 @@ class CatchUpTestCase(base.FunctionalTestCase):
                           os.urandom(rng.randrange(1, MiB)))
             img.zero(rng.randrange(0, size - MiB), 12345)
 
+    def snapshot(self, spec, name):
+        with self.pool().open_image(spec.split('/')[1]) as img:
+            img.create_snapshot(name)
+
     def assert_same(self, spec, snapshot):
         self.assertEqual(self.cli_sha256('site-a', '%s@%s' % (spec, snapshot)),
                          self.cli_sha256('site-b', '%s@%s' % (spec, snapshot)))
@@ -294,8 +298,7 @@ class TestRounds(CatchUpTestCase):
     def test_several_streams_on_one_disk(self):
         spec, shipment = self.seeded(24 * MiB)
         self.write(spec, count=12, seed=11)
-        with self.pool().open_image(spec.split('/')[1]) as img:
-            img.create_snapshot('n1')
+        self.snapshot(spec, 'n1')
         left = {}
 
         async def scenario():
@@ -390,8 +393,7 @@ class TestRounds(CatchUpTestCase):
     def test_interrupted_round_is_rolled_back(self):
         spec, shipment = self.seeded(16 * MiB)
         self.write(spec, count=10, seed=3)
-        with self.pool().open_image(spec.split('/')[1]) as img:
-            img.create_snapshot('n1')
+        self.snapshot(spec, 'n1')
         seed_digest = self.cli_sha256('site-b', spec + '@seed')
 
         async def partial():
@@ -453,8 +455,7 @@ class TestRounds(CatchUpTestCase):
     def test_lost_connection_resumes_at_the_acknowledged_offset(self):
         spec, shipment = self.seeded(32 * MiB)
         self.write(spec, count=24, seed=5)
-        with self.pool().open_image(spec.split('/')[1]) as img:
-            img.create_snapshot('n1')
+        self.snapshot(spec, 'n1')
         full = self.changed_bytes(spec, 'seed', 'n1')
 
         async def scenario():
@@ -482,8 +483,7 @@ class TestRounds(CatchUpTestCase):
     def test_source_back_before_the_terminal_noticed_takes_over(self):
         spec, shipment = self.seeded(32 * MiB)
         self.write(spec, count=24, seed=6)
-        with self.pool().open_image(spec.split('/')[1]) as img:
-            img.create_snapshot('n1')
+        self.snapshot(spec, 'n1')
 
         async def scenario():
             server = self.server()
@@ -525,8 +525,7 @@ class TestRounds(CatchUpTestCase):
     def test_round_nobody_resumes_is_rolled_back_in_time(self):
         spec, shipment = self.seeded(32 * MiB)
         self.write(spec, count=24, seed=7)
-        with self.pool().open_image(spec.split('/')[1]) as img:
-            img.create_snapshot('n1')
+        self.snapshot(spec, 'n1')
         seed_digest = self.cli_sha256('site-b', spec + '@seed')
         digests = {}
 
@@ -845,8 +844,7 @@ class TestTerminalSecurity(CatchUpTestCase):
     def test_destination_terminal_killed_mid_round(self):
         spec, shipment = self.seeded(32 * MiB)
         self.write(spec, count=20, seed=9)
-        with self.pool().open_image(spec.split('/')[1]) as img:
-            img.create_snapshot('n1')
+        self.snapshot(spec, 'n1')
         proc, port = self._serve()
 
         async def round_until_killed():
