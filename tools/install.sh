@@ -16,8 +16,11 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "install.sh: apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    # Wait for another apt (a second sandbox, unattended upgrades) rather
+    # than fail at once on its lock.
+    APT_WAIT=(-o DPkg::Lock::Timeout=900)
+    apt-get "${APT_WAIT[@]}" update -qq
+    apt-get "${APT_WAIT[@]}" install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # Debian's rados/rbd modules are built for Debian's Python 3.11: the venv's

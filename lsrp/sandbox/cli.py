@@ -56,6 +56,7 @@ def do_status(sb):
 
 def do_env(sb):
     print('export %s=%s' % (opts.DIR_ENV, shlex.quote(sb.root)))
+    print('export %s=%d' % (opts.BASE_PORT_ENV, sb.base_port))
     print('export FEDEX_PKI_DIR=%s' % shlex.quote(sb.pki))
     for s in sb.sites:
         for key, value in s.env():
@@ -71,7 +72,7 @@ def do_down(sb):
 
 
 def do_destroy(sb):
-    wan.Wan(sb.run_dir).down()
+    wan.Wan(sb.run_dir, sb.wan_number(0)).down()
     sb.destroy()
     print('removed %s' % sb.root)
     return 0
@@ -79,7 +80,7 @@ def do_destroy(sb):
 
 def do_wan_up(sb):
     args = CONF.command
-    link = wan.Wan(sb.run_dir)
+    link = wan.Wan(sb.run_dir, sb.wan_number(0))
     host, port = link.up(args.rate_mbit, args.delay_ms, args.port)
     print('WAN: %d Mbit/s, %g ms one way; sources connect to %s:%d, which '
           'forwards to the destination terminal at %s:%d' % (
@@ -105,7 +106,7 @@ def do_demo(sb):
 
 
 def do_wan_down(sb):
-    wan.Wan(sb.run_dir).down()
+    wan.Wan(sb.run_dir, sb.wan_number(0)).down()
     print('WAN removed')
     return 0
 

@@ -113,7 +113,7 @@ class Demo(object):
                           options={'rbd_cache': 'false'})
         self.ca.connect()
         self.cb.connect()
-        self.link = wan.Wan(os.path.join(self.work, 'run'), number=2)
+        self.link = wan.Wan(os.path.join(self.work, 'run'), number=self.sb.wan_number(2))
         try:
             return self._run()
         finally:

@@ -6,6 +6,18 @@ from oslo_config import cfg
 
 DEFAULT_DIR = '/var/tmp/fedex-sandbox'
 DIR_ENV = 'FEDEX_SANDBOX_DIR'
+BASE_PORT_ENV = 'FEDEX_SANDBOX_BASE_PORT'
+DEFAULT_BASE_PORT = 13300
+# A sandbox owns PORT_SPAN ports from its base port: the two sites, the
+# mini-cloud, its terminals and the lifecycle tests' throw-away sandboxes.
+PORT_SPAN = 2000
+
+
+def env_base_port():
+    """The base port given by the environment, or None."""
+    value = os.environ.get(BASE_PORT_ENV)
+    return int(value) if value else None
+
 
 sandbox_opts = [
     cfg.StrOpt('dir',
@@ -16,12 +28,17 @@ sandbox_opts = [
                     'The environment variable %s overrides the default.'
                     % DIR_ENV),
     cfg.PortOpt('base_port',
-                default=13300,
-                help='First TCP port of the sandbox. Site number i (0 for '
-                     'site-a) uses base_port + 100*i and the 99 ports after '
-                     'it: the monitor on the first two (msgr2, msgr1), the '
-                     'manager and the OSD from +10 on. Keep it below 32768, '
-                     'where Ceph clients take their ephemeral ports.'),
+                default=None,
+                sample_default=DEFAULT_BASE_PORT,
+                help='First TCP port of the sandbox; it owns the %d ports '
+                     'from there. Site number i (0 for site-a) uses '
+                     'base_port + 100*i and the 99 ports after it: the '
+                     'monitor on the first two (msgr2, msgr1), the manager '
+                     'and the OSD from +10 on. Keep it below 32768, where '
+                     'Ceph clients take their ephemeral ports. Default: the '
+                     'environment variable %s, else the port the sandbox '
+                     'directory was created with, else %d.'
+                     % (PORT_SPAN, BASE_PORT_ENV, DEFAULT_BASE_PORT)),
     cfg.IntOpt('osd_size_gib',
                default=64, min=4, max=4096,
                help='Size in GiB of each site\'s OSD block file. The file is '

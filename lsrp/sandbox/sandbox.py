@@ -3,6 +3,7 @@
 import concurrent.futures
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import time
@@ -10,6 +11,7 @@ import time
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp.sandbox import opts as opts_mod
 from lsrp.sandbox import site as site_mod
 from lsrp import tls
 
@@ -19,9 +21,12 @@ LOG = logging.getLogger(__name__)
 class Sandbox(object):
     """Both sites of the local sandbox, all state under one directory."""
 
-    def __init__(self, root, base_port=13300, osd_size_gib=64,
+    def __init__(self, root, base_port=None, osd_size_gib=64,
                  min_free_mib=2048, start_timeout=90):
         self.root = os.path.abspath(root)
+        if base_port is None:
+            base_port = self.remembered_base_port(self.root)
+        self.base_port = base_port
         self.min_free_mib = min_free_mib
         self.start_timeout = start_timeout
         self.sites = [site_mod.SandboxSite(self.root, name, i, base_port,
@@ -44,6 +49,47 @@ class Sandbox(object):
         tls.make_ca(self.pki)
         for s in self.sites:
             tls.make_cert(self.pki, self.terminal(s.name)[0])
+
+    @staticmethod
+    def remembered_base_port(root):
+        """The environment's base port, else root's, else the default."""
+        port = opts_mod.env_base_port()
+        if port is not None:
+            return port
+        try:
+            with open(os.path.join(root, 'sandbox.json')) as f:
+                return json.load(f)['base_port']
+        except (FileNotFoundError, ValueError, KeyError):
+            return opts_mod.DEFAULT_BASE_PORT
+
+    def _remember(self):
+        """Record the base port for later commands on this directory."""
+        path = os.path.join(self.root, 'sandbox.json')
+        with open(path + '.tmp', 'w') as f:
+            json.dump({'base_port': self.base_port}, f)
+        os.replace(path + '.tmp', path)
+
+    def port(self, offset):
+        """A port of this sandbox's own range (offset < PORT_SPAN)."""
+        if not 0 <= offset < opts_mod.PORT_SPAN:
+            raise exception.SandboxError(reason='port offset %d is outside '
+                                         'the sandbox range' % offset)
+        return self.base_port + offset
+
+    @property
+    def wan_slot(self):
+        """The WAN links of this sandbox are numbered wan_slot*16 + k.
+
+        k < 16: sandboxes with different base ports never share a network
+        namespace, a veth name or an address.
+        """
+        return (self.base_port // opts_mod.PORT_SPAN) % 16
+
+    def wan_number(self, k):
+        if not 0 <= k < 16:
+            raise exception.SandboxError(reason='WAN link %d is not in 0-15'
+                                         % k)
+        return self.wan_slot * 16 + k
 
     @classmethod
     def from_conf(cls, conf):
@@ -92,6 +138,7 @@ class Sandbox(object):
             for s in self.sites:
                 s.preflight()
             self._make_pki()
+            self._remember()
             begin = time.monotonic()
             deadline = begin + self.start_timeout
 

@@ -57,7 +57,7 @@ class Bench(object):
                           options={'rbd_cache': 'false'})
         self.ca.connect()
         self.cb.connect()
-        self.link = wan.Wan(os.path.join(self.work, 'run'), number=9)
+        self.link = wan.Wan(os.path.join(self.work, 'run'), number=self.sb.wan_number(9))
 
     def rbd(self, site, *args):
         return ['rbd', '-c', site.conf, '--keyring', site.keyring,

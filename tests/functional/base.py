@@ -17,6 +17,7 @@ from lsrp.sandbox import opts as sandbox_opts
 from lsrp.sandbox import sandbox as sandbox_mod
 
 SANDBOX_DIR = os.environ.get(sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR)
+BASE_PORT = sandbox_mod.Sandbox.remembered_base_port(SANDBOX_DIR)
 _up_done = False
 
 

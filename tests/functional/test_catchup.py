@@ -891,7 +891,8 @@ class TestOverTheWan(CatchUpTestCase):
         with self.pool().open_image(spec.split('/')[1]) as img:
             img.write(0, os.urandom(12 * MiB))
             img.create_snapshot('n1')
-        link = wan.Wan(os.path.join(self.work, 'run'), number=1)
+        link = wan.Wan(os.path.join(self.work, 'run'),
+                       number=self.sandbox.wan_number(1))
         self.addCleanup(link.down)
         host, port = link.up(rate_mbit=40, delay_ms=20, port=15580)
         name, ca, cert, key = self.terminal('site-b')

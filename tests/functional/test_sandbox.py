@@ -31,7 +31,9 @@ def cli(root, port, *args, env=None):
 class TestSandboxLifeCycle(testtools.TestCase):
     """up; up; status; down; up - with data kept - then faults, then destroy."""
 
-    PORT = 14300
+    # Throw-away sandboxes take ports inside the range of the sandbox the
+    # run uses (base.BASE_PORT + 1000 on), so parallel runs never collide.
+    PORT = base.BASE_PORT + 1000
 
     def setUp(self):
         super().setUp()
@@ -133,7 +135,7 @@ class TestSandboxLifeCycle(testtools.TestCase):
 
 class TestSandboxFaults(testtools.TestCase):
 
-    PORT = 14700
+    PORT = base.BASE_PORT + 1400
 
     def setUp(self):
         super().setUp()

@@ -69,3 +69,32 @@ class TestSiteLayout(testtools.TestCase):
         names = dict(s.env())
         self.assertEqual(s.conf, names['FEDEX_SITE_B_CONF'])
         self.assertEqual(s.keyring, names['FEDEX_SITE_B_KEYRING'])
+
+
+class TestBasePort(testtools.TestCase):
+    """The base port: environment, else remembered, else the default."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable(
+            'FEDEX_SANDBOX_BASE_PORT'))
+
+    def test_default_then_remembered(self):
+        self.assertEqual(13300, sandbox.Sandbox(self.root).base_port)
+        sandbox.Sandbox(self.root, base_port=24000)._remember()
+        self.assertEqual(24000, sandbox.Sandbox(self.root).base_port)
+        self.assertEqual(24100, sandbox.Sandbox(self.root).sites[1].mon_v2)
+
+    def test_environment_wins(self):
+        sandbox.Sandbox(self.root, base_port=24000)._remember()
+        self.useFixture(fixtures.EnvironmentVariable(
+            'FEDEX_SANDBOX_BASE_PORT', '26000'))
+        self.assertEqual(26000, sandbox.Sandbox(self.root).base_port)
+
+    def test_wan_links_differ_between_sandboxes(self):
+        a = sandbox.Sandbox(self.root, base_port=24000)
+        b = sandbox.Sandbox(self.root, base_port=26000)
+        self.assertNotEqual(a.wan_number(1), b.wan_number(1))
+        self.assertRaises(exception.SandboxError, a.wan_number, 16)
+        self.assertRaises(exception.SandboxError, a.port, 2000)
