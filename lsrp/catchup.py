@@ -10,6 +10,7 @@ fast as the link carries): that is said with the figures, never looped on.
 
 import asyncio
 import collections
+import ssl
 import time
 import uuid
 
@@ -21,6 +22,7 @@ from lsrp.protocol import connection as connection_mod
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
 from lsrp.rbd import digest as digest_mod
+from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)
 
@@ -66,17 +68,56 @@ class TerminalClient(object):
         self.name = name
         self.conn = None
 
+    @property
+    def peer(self):
+        return '%s at %s:%d' % (self.server_name, self.host, self.port)
+
     async def connect(self, timeout=30):
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(
-            self.host, self.port, ssl=self.ssl_context,
-            server_hostname=self.server_name,
-            limit=frames.MAX_BODY + frames.HEADER_SIZE), timeout)
-        self.conn = connection_mod.Connection(reader, writer,
-                                              self.server_name)
+        """Connect and shake hands; errors name the terminal and the cause.
+
+        Raises TerminalRefused (TLS: a certificate refused either way) or
+        TerminalUnreachable (anything else before the handshake answer).
+        """
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(
+                self.host, self.port, ssl=self.ssl_context,
+                server_hostname=self.server_name,
+                limit=frames.MAX_BODY + frames.HEADER_SIZE), timeout)
+        except ssl.SSLCertVerificationError as e:
+            raise exception.TerminalRefused(
+                peer=self.peer, reason='certificate verify failed: %s'
+                % (e.verify_message or e.reason)) from e
+        except ssl.SSLError as e:
+            raise exception.TerminalRefused(
+                peer=self.peer, reason='TLS handshake failed: %s'
+                % (e.reason or e)) from e
+        except asyncio.TimeoutError as e:
+            raise exception.TerminalUnreachable(
+                peer=self.peer, reason='no connection within %s s'
+                % timeout) from e
+        except OSError as e:
+            raise exception.TerminalUnreachable(
+                peer=self.peer, reason=e.strerror or str(e)
+                or type(e).__name__) from e
+        self.conn = connection_mod.Connection(reader, writer, self.peer)
         self.conn.start_receiving()
         hello = uuid.uuid4().hex
-        body = await self.conn.request(m.HANDSHAKE, {
-            'version': frames.VERSION, 'id': hello, 'peer': self.name})
+        try:
+            body = await asyncio.wait_for(self.conn.request(m.HANDSHAKE, {
+                'version': frames.VERSION, 'id': hello,
+                'peer': self.name}), timeout)
+        except ssl.SSLError as e:
+            await self.close()
+            raise exception.TerminalRefused(
+                peer=self.peer, reason='it refused our certificate: %s'
+                % (e.reason or e)) from e
+        except (exception.ConnectionClosed, ConnectionError, OSError,
+                asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+            await self.close()
+            raise exception.TerminalRefused(
+                peer=self.peer, reason='it closed the connection during the '
+                'handshake (%s): it may refuse our certificate (see its '
+                'log)' % (str(e) or type(e).__name__)) from e
         if body['id'] != hello or body['version'] != frames.VERSION:
             raise exception.ProtocolError(
                 code='BAD_VERSION', reason='handshake answered with version '
@@ -106,7 +147,13 @@ RoundReport = collections.namedtuple(
 # A round that fails with one of these is resumed under new sessions (the
 # destination answers REPLICATION_START with the offset to go on from).
 CONNECTION_LOST = (exception.ConnectionClosed, ConnectionError, OSError,
-                   asyncio.TimeoutError, asyncio.IncompleteReadError)
+                   asyncio.TimeoutError, asyncio.IncompleteReadError,
+                   exception.TerminalUnreachable)
+
+
+def identity(cluster, image, snapshot):
+    """The source's identity of ``snapshot`` of ``image`` (an open Image)."""
+    return snaprecord.source_id(cluster.fsid, image, snapshot)
 
 
 class DiskSender(object):
@@ -156,14 +203,22 @@ class DiskSender(object):
             with pool.open_image(name, snapshot=snapshot) as image:
                 size = image.size()
                 start = {'snapshot': snapshot, 'size': size}
+                ident = await asyncio.to_thread(identity, self.cluster, image,
+                                                snapshot)
+                if ident:
+                    start['snapshot_id'] = ident
                 if from_snapshot is not None:
                     start['from_snapshot'] = from_snapshot
+                    base = await asyncio.to_thread(identity, self.cluster,
+                                                   image, from_snapshot)
+                    if base:
+                        start['base_id'] = base
                 if describe:
                     info = await asyncio.to_thread(image.info)
                     start.update(object_size=info.object_size,
                                  features=list(info.feature_names))
-                started = await conn.request(m.REPLICATION_START, start,
-                                             session)
+                started = await self._start(conn, session, pool, name,
+                                            start)
                 self.resumed_at = started['offset']
                 if self.resumed_at >= size:
                     return 0, 0   # applied by an earlier run
@@ -188,6 +243,28 @@ class DiskSender(object):
                         image.digest, 'blake3')
         await conn.request(m.REPLICATION_COMPLETE, body, session)
         return changed, self.wire
+
+    async def _start(self, conn, session, pool, name, start):
+        """REPLICATION_START, with the proof of N-1.
+
+        By digest when the destination has no record that ties its N-1 to
+        ours (it answers BASE_UNPROVEN).
+        """
+        try:
+            return await conn.request(m.REPLICATION_START, start, session)
+        except exception.RemoteError as e:
+            if e.code != 'BASE_UNPROVEN':
+                raise
+        LOG.info('%s: the destination asks for the digest of %s to prove '
+                 'it holds the same; reading it whole once', self.spec,
+                 start['from_snapshot'])
+
+        def digest():
+            with pool.open_image(name,
+                                 snapshot=start['from_snapshot']) as base:
+                return base.digest('blake3')
+        start = dict(start, base_digest=await asyncio.to_thread(digest))
+        return await conn.request(m.REPLICATION_START, start, session)
 
     def _pack(self, offset, data):
         body = {'offset': offset, 'data': data,
@@ -247,6 +324,8 @@ class DiskSender(object):
             if reading is not None:
                 await asyncio.wait([reading])
             await asyncio.to_thread(changes.close)
+            for stream in streams:
+                stream.abandon()
         return self.changed
 
 
@@ -300,12 +379,29 @@ class _Stream(object):
         else:
             await self._send_data(piece.offset, data)
 
+    def abandon(self):
+        """Answers nobody will wait for (the round failed): retrieved.
+
+        Else each one logs "Future exception was never retrieved".
+        """
+        pending = ([f for _, f in self.acks] +
+                   [f for _, _, f in self.compares])
+        self.acks.clear()
+        self.compares.clear()
+        for future in pending:
+            future.add_done_callback(_retrieve)
+
     async def drain(self):
         while self.compares:
             await self._settle_compare()
         while self.acks:
             type_, future = self.acks.popleft()
             self.conn.check(await future, type_)
+
+
+def _retrieve(future):
+    if not future.cancelled():
+        future.exception()
 
 
 async def commit_group(client, group, disks, snapshot, phases=('commit',)):
@@ -349,13 +445,88 @@ class CatchUp(object):
         self.retry_delay = retry_delay
         self.rounds = []
         self._last_snapshot_time = None
+        self._next = None      # the number of the next new round snapshot
+        self._pending = None   # a round snapshot a killed run did not send
 
-    async def round(self, number, verify=False):
-        """One round: snapshot, send every disk in parallel, report."""
-        snapshot = '%s%d' % (self.prefix, number)
+    def _number(self, name):
+        """N of a round snapshot ``<prefix>N`` of this shipment, or None."""
+        rest = name[len(self.prefix):]
+        if name.startswith(self.prefix) and rest.isdigit():
+            return int(rest)
+        return None
+
+    def _source_snapshots(self):
+        """Per disk, the user snapshots at the source, oldest first."""
+        out = []
+        for spec in self.disks:
+            pool_name, name = spec.split('/', 1)
+            with self.cluster.pool(pool_name) as pool:
+                with pool.open_image(name) as image:
+                    out.append([s.name for s in image.list_snapshots()
+                                if s.namespace == 'user'])
+        return out
+
+    async def plan(self):
+        """Where this run starts: after a kill -9, where the last one was.
+
+        Starts from the newest snapshot that every disk has at both sites
+        and that is the base or a round of this shipment taken after it; a
+        round snapshot the source has beyond that and the destination not
+        (a run killed mid-round) is sent first, under its name (the
+        destination may resume it). New rounds are numbered past every
+        round snapshot either site holds: names never collide. Whether the
+        destination's N-1 really is the source's is proved at each START.
+        """
+        source = await asyncio.to_thread(self._source_snapshots)
+        client = await self.connect()
+        try:
+            state = await client.conn.request(m.GET_SERVER_STATE, {
+                'shipment': self.shipment, 'disks': self.disks})
+        finally:
+            await client.close()
+        there = state.get('snapshots') or [[] for _ in self.disks]
+        both = [n for n in source[0] if all(n in s for s in source)]
+        if self.previous not in both:
+            raise exception.ShipmentError(
+                shipment=self.shipment, reason='the source has no snapshot '
+                '%s of every disk (%s) to start from' % (
+                    self.previous, ', '.join(self.disks)))
+        at_destination = set.intersection(*[set(t) for t in there])
+        later = [n for n in both[both.index(self.previous) + 1:]
+                 if self._number(n) is not None]
+        for name in later:
+            if name in at_destination:
+                self.previous = name
+        unsent = later[later.index(self.previous) + 1:] \
+            if self.previous in later else later
+        self._pending = unsent[-1] if unsent else None
+        numbers = [self._number(n) for names in source + there
+                   for n in names]
+        self._next = max([n for n in numbers if n is not None],
+                         default=0) + 1
+        if self._pending or self.previous in later:
+            LOG.info('going on from %s%s', self.previous,
+                     ', with %s first' % self._pending
+                     if self._pending else '')
+
+    async def round(self, number=None, verify=False):
+        """One round: snapshot, send every disk in parallel, report.
+
+        ``number`` counts the rounds of this run (reports); the snapshot
+        is named after ``plan``'s numbering.
+        """
+        if self._next is None:
+            await self.plan()
+        if number is None:
+            number = len(self.rounds) + 1
         begin = time.monotonic()
-        await asyncio.to_thread(self.cluster.snapshot_images, self.disks,
-                                snapshot)
+        if self._pending:
+            snapshot, self._pending = self._pending, None
+        else:
+            snapshot = '%s%d' % (self.prefix, self._next)
+            self._next += 1
+            await asyncio.to_thread(self.cluster.snapshot_images,
+                                    self.disks, snapshot)
         since = begin - (self._last_snapshot_time or begin)
         self._last_snapshot_time = begin
         changed = wire = resumes = 0

@@ -15,6 +15,8 @@ digest), 2 usage or any other error.
 import asyncio
 import ctypes
 import json
+import logging as std_logging
+import ssl
 import sys
 
 from oslo_config import cfg
@@ -38,6 +40,9 @@ CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_ERROR, EXIT_VERIFY = 0, 2, 3
+# What a peer answers when the bytes (or the snapshot to start from) are not
+# the ones the source has: a verification failure, like a local one.
+REMOTE_VERIFY_CODES = ('DIGEST_MISMATCH', 'BASE_DIFFERS')
 M_ARENA_MAX = -8
 
 
@@ -435,16 +440,40 @@ def main(argv=None):
     CONF(sys.argv[1:] if argv is None else argv, project='lsrp', prog='lsrp',
          default_config_files=cfg.find_config_files('lsrp'))
     logging.setup(CONF, 'lsrp')
+    quiet_terminal_logs()
     args = CONF.command
+    return run_command(args)
+
+
+def quiet_terminal_logs():
+    """On stderr, only warnings and errors unless --debug.
+
+    The report and progress lines are then not interleaved with INFO
+    lines. A --log-file gets everything from INFO up.
+    """
+    if not CONF.debug and not CONF.log_file:
+        std_logging.getLogger('lsrp').setLevel(std_logging.WARNING)
+
+
+def run_command(args):
+    """Run a command; one line on stderr when it fails, and the exit code."""
+    def fail(kind, e, code):
+        print('lsrp %s: %s: %s' % (args.name, kind, e), file=sys.stderr)
+        return code
     try:
         COMMANDS[args.name](args)
     except exception.VerificationFailed as e:
-        print('lsrp %s: verification failed: %s' % (args.name, e),
-              file=sys.stderr)
-        return EXIT_VERIFY
+        return fail('verification failed', e, EXIT_VERIFY)
+    except exception.RemoteError as e:
+        if e.code in REMOTE_VERIFY_CODES:
+            return fail('verification failed', e, EXIT_VERIFY)
+        return fail('error', e, EXIT_ERROR)
     except exception.FedexException as e:
-        print('lsrp %s: error: %s' % (args.name, e), file=sys.stderr)
-        return EXIT_ERROR
+        return fail('error', e, EXIT_ERROR)
+    except ssl.SSLError as e:
+        return fail('error', 'TLS: %s' % (e.reason or e), EXIT_ERROR)
+    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:
+        return fail('error', str(e) or type(e).__name__, EXIT_ERROR)
     return EXIT_OK
 
 

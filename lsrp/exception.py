@@ -227,3 +227,13 @@ class RemoteError(FedexException):
 
 class ConnectionClosed(FedexException):
     message = "connection to %(peer)s closed%(detail)s"
+
+
+class TerminalUnreachable(FedexException):
+    """No connection to another terminal's lsrp-server (retried)."""
+    message = "terminal %(peer)s: unreachable: %(reason)s"
+
+
+class TerminalRefused(FedexException):
+    """The TLS handshake with another terminal failed (not retried)."""
+    message = "terminal %(peer)s: %(reason)s"

@@ -26,6 +26,7 @@ from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
+from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)
 
@@ -215,6 +216,9 @@ class Importer(object):
                 for snap_index, snap in enumerate(img['snapshots']):
                     self._import_snapshot(index, img, snap_index, snap, image,
                                           pool, staging)
+                    # Verified: a catch-up from it proves N-1 cheaply.
+                    snaprecord.record(image, snap['name'],
+                                      digest=snap['digest'])
             pool.rename_image(staging, final)
         self._record(index, renamed=True)
         LOG.info('%s: imported %s', self.shipment_id, target)

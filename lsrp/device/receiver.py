@@ -109,7 +109,8 @@ class DeviceSetSink(object):
 
     # --- a round ---------------------------------------------------------------
 
-    def start(self, snapshot, from_snapshot, size, resume=0, image=None):
+    def start(self, snapshot, from_snapshot, size, resume=0, image=None,
+              proof=None):
         """Open the version ``snapshot`` belongs to; the offset to go on from.
 
         That offset is the journal's, not ``resume``: it is durable here.

@@ -55,11 +55,15 @@ async def _send_image(client, reader, manifest, img, disk):
     previous = None
     last = len(img['snapshots']) - 1
     for index, snap in enumerate(img['snapshots']):
-        start = {'snapshot': snap['name'], 'size': snap['size']}
+        # The manifest's digests are the identities of its snapshots: the
+        # destination proves N-1 with them (doc/source/protocol.rst).
+        start = {'snapshot': snap['name'], 'size': snap['size'],
+                 'snapshot_id': 'blake3:' + snap['digest']}
         if previous:
-            start['from_snapshot'] = previous
+            start.update(from_snapshot=previous['name'],
+                         base_id='blake3:' + previous['digest'])
         started = await conn.request(m.REPLICATION_START, start, session)
-        previous = snap['name']
+        previous = snap
         resume = started['offset']
         if resume >= snap['size']:
             continue   # there already, from an earlier run

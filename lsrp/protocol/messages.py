@@ -51,13 +51,20 @@ FIELDS = {
     'acked': _int, 'image_digest': _str, 'version_id': _int,
     'zstd': _bool, 'final': _bool, 'attach': _int,
     'object_size': _int, 'features': _list_of(_str),
+    # Proof of N-1 (doc/source/protocol.rst): source snapshot identities,
+    # a BLAKE3 digest in hex, the snapshots each disk has.
+    'base_id': _str, 'snapshot_id': _str, 'base_digest': _str,
+    'snapshots': _list_of(_list_of(_str)),
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
 # A field name ending in '?' is optional.
 
 _MESSAGES = {
-    0x01: ('GET_SERVER_STATE', 'D1', (), ('state', 'disks')),
+    # With ``shipment`` and ``disks``: the snapshots each of those disks
+    # has here, in order (a catch-up plans its first round with them).
+    0x01: ('GET_SERVER_STATE', 'D1', ('shipment?', 'disks?'),
+           ('state', 'disks', 'snapshots?')),
     0x02: ('HANDSHAKE', 'D2', ('version', 'id', 'peer'),
            ('version', 'id', 'server')),
     # With ``attach``, another stream (connection) joins that session.
@@ -65,8 +72,12 @@ _MESSAGES = {
            ('session', 'size', 'snapshot?')),
     # ``object_size`` and ``features`` describe the image for a sink that
     # records it (a device set); ``offset``: where to go on from.
+    # ``base_id``/``snapshot_id``: the source's N-1 and N (their ids);
+    # ``base_digest``: N-1's digest, sent when asked (BASE_UNPROVEN).
     0x04: ('REPLICATION_START', 'D4', ('snapshot', 'from_snapshot?', 'size',
-                                       'object_size?', 'features?'),
+                                       'object_size?', 'features?',
+                                       'base_id?', 'snapshot_id?',
+                                       'base_digest?'),
            ('offset',)),
     0x05: ('REPLICATION_CHECKSUM', 'D5', ('offset', 'block', 'digests'),
            ('offset', 'differ')),
@@ -116,7 +127,7 @@ globals().update({m[0]: code for code, m in _MESSAGES.items()})
 ERROR_CODES = ('BAD_MAGIC', 'BAD_VERSION', 'UNKNOWN_TYPE', 'BAD_FLAGS',
                'TOO_LARGE', 'BAD_CHECKSUM', 'BAD_BODY', 'BAD_FIELD',
                'STALE_SESSION', 'BAD_STATE', 'NOT_ALLOWED', 'DIGEST_MISMATCH',
-               'TRUNCATED', 'INTERNAL')
+               'TRUNCATED', 'INTERNAL', 'BASE_UNPROVEN', 'BASE_DIFFERS')
 
 
 def _split(spec):

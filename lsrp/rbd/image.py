@@ -175,6 +175,33 @@ class Image(object):
                                       group.get('snap_name')))
         return snaps
 
+    def snapshot_id(self, name):
+        """The id of user snapshot ``name`` (unique in the image), or None.
+
+        A snapshot removed and taken again under the same name gets a new
+        id: records keyed by it never outlive the content they describe.
+        """
+        for s in self.list_snapshots():
+            if s.name == name and s.namespace == 'user':
+                return s.id
+        return None
+
+    def image_id(self):
+        with self._translate('get id'):
+            return self._image.id()
+
+    def metadata_get(self, key):
+        """The image's metadata value for ``key``, or None."""
+        with self._translate('get metadata %s' % key):
+            try:
+                return self._image.metadata_get(key)
+            except KeyError:
+                return None
+
+    def metadata_set(self, key, value):
+        with self._translate('set metadata %s' % key):
+            self._image.metadata_set(key, value)
+
     def snapshot_exists(self, name):
         return any(s.name == name and s.namespace == 'user'
                    for s in self.list_snapshots())

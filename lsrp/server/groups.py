@@ -24,6 +24,7 @@ import os
 from oslo_log import log as logging
 
 from lsrp.device import deviceset
+from lsrp.rbd import snaprecord
 from lsrp.server import names
 
 LOG = logging.getLogger(__name__)
@@ -37,18 +38,22 @@ class GroupLog(object):
     def _path(self, group):
         return os.path.join(self.dir, names.check('group', group) + '.json')
 
-    def _save(self, group, snapshot, disks, state):
+    def _save(self, group, snapshot, disks, state, sources=None):
         os.makedirs(self.dir, exist_ok=True)
         deviceset.write_atomic(self._path(group), json.dumps({
             'snapshot': snapshot, 'disks': sorted(disks),
-            'state': state}).encode())
+            'state': state, 'sources': sources or {}}).encode())
 
     def prepare(self, group, snapshot, disks):
         self._save(group, snapshot, disks, 'prepared')
 
     def commit(self, group, snapshot, sinks):
         """Take ``snapshot`` with every sink of ``sinks`` (disk -> sink)."""
-        self._save(group, snapshot, sinks, 'committing')
+        # The source's identity of N per disk: a commit finished at restart
+        # records it with N, as the sinks do (the proof of N-1).
+        self._save(group, snapshot, sinks, 'committing',
+                   {d: getattr(s, 'target_id', None)
+                    for d, s in sinks.items()})
         # In parallel: each snapshot waits for its image's flush and the
         # OSD; one after the other they lengthen the cut-over pause.
         with futures.ThreadPoolExecutor(max(1, len(sinks))) as pool:
@@ -84,6 +89,10 @@ class GroupLog(object):
                                 # The killed terminal may hold the lock.
                                 img.break_locks()
                                 img.create_snapshot(entry['snapshot'])
+                                source = entry.get('sources', {}).get(spec)
+                                if source and ':' not in source:
+                                    snaprecord.record(img, entry['snapshot'],
+                                                      source)
                 LOG.warning('group %s: the commit of %s was cut short; '
                             'finished on %s', name[:-5], entry['snapshot'],
                             ', '.join(entry['disks']))

@@ -11,6 +11,7 @@ import asyncio
 import collections
 import json
 import os
+import ssl
 import threading
 
 from oslo_log import log as logging
@@ -24,6 +25,7 @@ from lsrp.protocol import messages as m
 from lsrp.protocol import sessions as sessions_mod
 from lsrp.rbd import digest as digest_mod
 from lsrp.server import groups as groups_mod
+from lsrp.server import inflight as inflight_mod
 from lsrp.server import names
 from lsrp.server import sinks
 from lsrp import tls
@@ -144,10 +146,15 @@ class TerminalServer(object):
 
     async def start(self):
         # Commits a killed terminal left half done are finished first.
+        # Then heads a killed terminal left mid-round go back to N-1.
         if self.cluster is not None:
             await asyncio.to_thread(self.groups.recover, self.cluster)
+            await asyncio.to_thread(
+                inflight_mod.InFlight(self.state_dir).recover, self.cluster)
+        # TLS is started per connection (``_accept``): a refused handshake
+        # is then ours to log, with the peer's address and the reason.
         self._server = await asyncio.start_server(
-            self._accept, self.host, self.port, ssl=self.ssl_context,
+            self._accept, self.host, self.port,
             limit=frames.MAX_BODY + frames.HEADER_SIZE)
         self.port = self._server.sockets[0].getsockname()[1]
         LOG.info('%s: serving LSRP on %s:%d', self.name, self.host,
@@ -247,12 +254,37 @@ class TerminalServer(object):
             return None
         return shared.sink, offset
 
+    async def _handshake(self, writer):
+        """TLS on a new connection; False (logged) if the peer is refused."""
+        address = writer.get_extra_info('peername') or ('?', 0)
+        address = '%s:%s' % tuple(address[:2])
+        try:
+            # NOTE: no await (and no wait_for, a task of its own) before
+            # this: the stream would read the peer's ClientHello first,
+            # and the handshake would wait for it for ever.
+            await writer.start_tls(self.ssl_context,
+                                   ssl_handshake_timeout=self.frame_timeout)
+        except (ssl.SSLError, ConnectionError, OSError,
+                asyncio.TimeoutError) as e:
+            reason = (getattr(e, 'verify_message', None) or
+                      getattr(e, 'reason', None) or str(e) or
+                      type(e).__name__)
+            LOG.warning('%s: refused peer %s: TLS handshake failed: %s',
+                        self.name, address, reason)
+            writer.transport.abort()
+            return False
+        return True
+
     async def _accept(self, reader, writer):
+        if self.ssl_context is not None and not await self._handshake(
+                writer):
+            return
         ssl_object = writer.get_extra_info('ssl_object')
         peer = tls.peer_name(ssl_object) if ssl_object else None
         conn = connection_mod.Connection(reader, writer, peer or '?',
                                          self.frame_timeout)
-        handler = PeerHandler(self, conn, peer)
+        address = writer.get_extra_info('peername') or ('?', 0)
+        handler = PeerHandler(self, conn, peer, '%s:%s' % tuple(address[:2]))
         self._handlers.add(handler)
         task = asyncio.current_task()
         self._tasks.add(task)
@@ -267,10 +299,12 @@ class TerminalServer(object):
 class PeerHandler(object):
     """One connected source terminal."""
 
-    def __init__(self, server, conn, peer):
+    def __init__(self, server, conn, peer, address='?'):
         self.server = server
         self.conn = conn
         self.peer = peer
+        # Logs name the peer by certificate and address.
+        self.label = '%s (%s)' % (peer or 'peer', address)
         self.shaken = False
         self.sessions = set()  # ids of the sessions this connection uses
         self._closed = False
@@ -298,7 +332,7 @@ class PeerHandler(object):
                 if not await self._handle(frame, self._queue(frame)):
                     return
         except exception.ProtocolError as e:
-            LOG.warning('%s: %s; closing the connection', self.peer, e)
+            LOG.warning('%s: %s; closing the connection', self.label, e)
             try:
                 await self.conn.send_error(e.code, str(e))
             except (ConnectionError, OSError):
@@ -306,7 +340,7 @@ class PeerHandler(object):
         except exception.ConnectionClosed as e:
             LOG.info('%s', e)
         except (ConnectionError, OSError, asyncio.IncompleteReadError) as e:
-            LOG.info('%s: connection lost: %s', self.peer, e)
+            LOG.info('%s: connection lost: %s', self.label, e)
 
     def _pipelined(self, frame):
         """Whether ``frame`` may be applied alongside the ones before it."""
@@ -354,19 +388,21 @@ class PeerHandler(object):
             # Answer the request that failed, by its seq.
             await self.conn.send_error(e.code, str(e), frame.seq,
                                        frame.session)
+            if e.code == 'NOT_ALLOWED':
+                LOG.warning('%s: refused %s: %s', self.label, frame.name, e)
             if self.shaken and e.code in (
                     'BAD_STATE', 'NOT_ALLOWED', 'STALE_SESSION',
-                    'DIGEST_MISMATCH'):
+                    'DIGEST_MISMATCH', 'BASE_UNPROVEN', 'BASE_DIFFERS'):
                 # The peer spoke correctly but asked for something not
                 # allowed now: keep the connection.
                 return True
-            LOG.warning('%s: %s; closing the connection', self.peer, e)
+            LOG.warning('%s: %s; closing the connection', self.label, e)
             return False
         except exception.FedexException as e:
             # A failure here (Ceph, a full pool): the peer hears what it
             # was; the connection stays usable.
             self._failed(frame, entry)
-            LOG.error('%s: %s failed: %s', self.peer, frame.name, e)
+            LOG.error('%s: %s failed: %s', self.label, frame.name, e)
             await self.conn.send_error('INTERNAL', str(e), frame.seq,
                                        frame.session)
         return True
@@ -408,8 +444,14 @@ class PeerHandler(object):
                                             'server': self.server.name})
             return
         if frame.type == m.GET_SERVER_STATE:
-            await self.conn.respond(frame, {'state': 'ready', 'disks': sorted(
-                self.server.shared[s].disk for s in self.sessions)})
+            answer = {'state': 'ready', 'disks': sorted(
+                self.server.shared[s].disk for s in self.sessions)}
+            if 'disks' in frame.body:
+                answer['disks'] = frame.body['disks']
+                answer['snapshots'] = [await self._in_thread(
+                    self._snapshots, frame.body.get('shipment', ''), disk)
+                    for disk in frame.body['disks']]
+            await self.conn.respond(frame, answer)
         elif frame.type == m.INIT_SESSION:
             await self._init_session(frame)
         elif frame.type in _START:
@@ -418,11 +460,13 @@ class PeerHandler(object):
             body = frame.body
             image = {k: body[k] for k in ('object_size', 'features')
                      if k in body}
+            proof = {k: body[k] for k in ('base_id', 'snapshot_id',
+                                          'base_digest') if k in body}
             offset = await self._sink_op(shared, sink.start,
                                          body['snapshot'],
                                          body.get('from_snapshot'),
                                          body['size'], shared.resume,
-                                         image or None)
+                                         image or None, proof)
             shared.resume = 0
             shared.started(offset)
             self.server.sessions.move(disk, frame.session,
@@ -579,7 +623,25 @@ class PeerHandler(object):
             raise exception.ProtocolError(
                 code='NOT_ALLOWED', reason='this terminal writes devices '
                 'only ([server] rbd_sink is off): no image %s here' % disk)
-        return sinks.RbdImageSink(self.server.cluster, disk, shipment)
+        return sinks.RbdImageSink(self.server.cluster, disk, shipment,
+                                  state_dir=self.server.state_dir)
+
+    def _snapshots(self, shipment, disk):
+        """The user snapshots of ``disk`` here, oldest first.
+
+        Checked like INIT_SESSION; none for an image written to devices, or
+        absent.
+        """
+        entry = authorize(self.server.state_dir, shipment, disk, self.peer)
+        if entry.get('sink') == 'devices' or self.server.cluster is None:
+            return []
+        pool_name, name = disk.split('/', 1)
+        with self.server.cluster.pool(pool_name) as pool:
+            if not pool.image_exists(name):
+                return []
+            with pool.open_image(name) as image:
+                return [s.name for s in image.list_snapshots()
+                        if s.namespace == 'user']
 
     def _shared(self, frame):
         if frame.session not in self.sessions:

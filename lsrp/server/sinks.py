@@ -18,6 +18,8 @@ from oslo_log import log as logging
 
 from lsrp import exception
 from lsrp.rbd import digest as digest_mod
+from lsrp.rbd import snaprecord
+from lsrp.server import inflight as inflight_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -28,8 +30,10 @@ class RbdImageSink(object):
     parallel_streams = True     # writes may come in any order
     durable_progress = False    # a lost round is kept in memory to resume
 
-    def __init__(self, cluster, spec, shipment):
+    def __init__(self, cluster, spec, shipment, state_dir=None):
         self.cluster = cluster
+        # Rounds under way, remembered for a restart after kill -9.
+        self.inflight = inflight_mod.InFlight(state_dir) if state_dir else None
         self.spec = spec
         self.pool_name, self.name = spec.split('/', 1)
         self.staging = '%s.importing-%s' % (self.name, shipment)
@@ -45,6 +49,8 @@ class RbdImageSink(object):
         self.started = False
         self.round = None     # (N-1, N, size) of the round in progress
         self.prepared = None  # N, applied, waiting for its group's commit
+        self.target_id = None  # the source's identity of N (proof of N-1)
+        self.prepared_digest = None
 
     def close(self):
         if self._image is not None:
@@ -74,21 +80,39 @@ class RbdImageSink(object):
                 self._image.resize(size)
         self.base, self.started = None, True
 
-    def start(self, snapshot, from_snapshot, size, resume=0, image=None):
+    def start(self, snapshot, from_snapshot, size, resume=0, image=None,
+              proof=None):
         """Prepare a round N-1 -> N; returns the offset to go on from.
 
-        That is ``size`` if N is here already; ``resume`` if this very round
-        was interrupted and everything it changed below ``resume`` is
-        applied (the server knows from the acknowledgements); else 0.
+        That is ``size`` if N is here already (and its record says it is
+        the source's N); ``resume`` if this very round was interrupted and
+        everything it changed below ``resume`` is applied (the server knows
+        from the acknowledgements); else 0. ``proof``: ``base_id``,
+        ``snapshot_id`` and ``base_digest`` of REPLICATION_START; N-1 must
+        be proven equal to the source's before anything is written.
         """
+        proof = proof or {}
         if self._image is not None and self._image.snapshot_exists(snapshot):
-            return size
+            if _vouches(snaprecord.lookup(self._image, snapshot),
+                        proof.get('snapshot_id')):
+                return size
+            if self.name_open != self.staging or from_snapshot:
+                raise exception.ProtocolError(
+                    code='BAD_STATE', reason='%s already has a snapshot %s, '
+                    'and nothing here says it is a copy of the source\'s %s:'
+                    ' remove it at the destination (rbd snap rm %s@%s) and '
+                    'run again' % (self.spec, snapshot, snapshot,
+                                   self.spec, snapshot))
+            # A staging image's unverified snapshot (a terminal killed
+            # before its digest was checked): taken again below.
+            self._image.remove_snapshot(snapshot)
         wanted = (from_snapshot, snapshot, size)
         if resume and self.started and self.round == wanted:
             LOG.info('%s: round %s -> %s resumes at offset %d', self.spec,
                      from_snapshot, snapshot, resume)
             return resume
         self.round, self.prepared = wanted, None
+        self.target_id = proof.get('snapshot_id')
         if from_snapshot is None:
             self._start_full(size)
             return 0
@@ -97,6 +121,10 @@ class RbdImageSink(object):
             raise exception.ProtocolError(
                 code='BAD_STATE', reason='%s has no snapshot %s to start '
                 'from: import the seed first' % (self.spec, from_snapshot))
+        self._prove(from_snapshot, proof)
+        if self.inflight is not None:
+            # Before the first write: a restart after kill -9 rolls back.
+            self.inflight.begin(self.spec, from_snapshot, snapshot)
         if any(True for _ in self._image.extents(from_snapshot)):
             # A round that failed here, or a write to the replica: either
             # way the head is not N-1 any more.
@@ -107,6 +135,58 @@ class RbdImageSink(object):
             self._image.resize(size)
         self.base, self.started = from_snapshot, True
         return 0
+
+    def _prove(self, base, proof):
+        """Raise unless snapshot ``base`` here equals the source's N-1.
+
+        Cheap when the record of ``base`` names the source snapshot the
+        source says it starts from (``base_id``): both are immutable, and
+        the record was written when the round that made ``base`` was
+        complete. Else by content: the source's digest of N-1
+        (``base_digest``, asked for with BASE_UNPROVEN) against ours
+        (recorded, or read whole once and recorded).
+        """
+        base_id, digest = proof.get('base_id'), proof.get('base_digest')
+        record = snaprecord.lookup(self._image, base)
+        if _vouches(record, base_id):
+            return
+        if base_id and base_id.startswith(_DIGEST):
+            digest = base_id[len(_DIGEST):]
+        if not digest:
+            raise exception.ProtocolError(
+                code='BASE_UNPROVEN', reason='%s@%s: no record here ties it '
+                'to the source\'s %s; send its digest' % (self.spec, base,
+                                                          base))
+        ours = record and record.get('digest')
+        if not ours:
+            LOG.info('%s@%s: no digest recorded; reading it whole to prove '
+                     'it equals the source\'s', self.spec, base)
+            with self._pool.open_image(self.name_open, snapshot=base) as snap:
+                ours = snap.digest('blake3')
+        if ours != digest:
+            raise exception.ProtocolError(
+                code='BASE_DIFFERS', reason='%s@%s differs from the source\'s'
+                ' %s (digest %s here, %s there): it is not the snapshot the '
+                'source has. Nothing was written. Remove it at the '
+                'destination (rbd snap rm %s@%s), or start from an older '
+                'snapshot both sites hold' % (self.spec, base, base, ours,
+                                              digest, self.spec, base))
+        snaprecord.record(self._image, base, source=None if (
+            base_id or '').startswith(_DIGEST) else base_id, digest=ours)
+
+    def _record(self, snapshot, digest=None):
+        """Snapshot N is taken: what it is a copy of, kept with it."""
+        source = self.target_id
+        if source and source.startswith(_DIGEST):
+            source = None   # a claimed digest: recorded only once checked
+        if source or digest:
+            snaprecord.record(self._image, snapshot, source, digest)
+
+    def _end(self):
+        """No round under way any more (N taken, or rolled back)."""
+        self.started = False
+        if self.inflight is not None:
+            self.inflight.end(self.spec)
 
     def differing(self, offset, block, digests):
         """Indexes of the blocks whose content here has another digest."""
@@ -156,12 +236,13 @@ class RbdImageSink(object):
                     self._image = self.name_open = None
                     self._pool.remove_image(self.staging)
                     done = '%s removed' % self.staging
-                self.started = False
+                self._end()
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s@%s has digest %s, the '
                     'source says %s; %s' % (self.spec, snapshot, actual,
                                             digest, done))
-        self.started = False
+        self._record(snapshot, digest)
+        self._end()
         if final and self.name_open == self.staging:
             self._image.close()
             self._pool.rename_image(self.staging, self.name)
@@ -183,12 +264,13 @@ class RbdImageSink(object):
             actual = self._image.digest('blake3')
             if actual != digest:
                 self._rollback(self.base)
-                self.started = False
+                self._end()
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s has digest %s after '
                     'the round to %s, the source says %s; rolled back to %s'
                     % (self.spec, actual, snapshot, digest, self.base))
         self.prepared = snapshot
+        self.prepared_digest = digest
 
     def has_snapshot(self, snapshot):
         return (self._image is not None
@@ -198,7 +280,9 @@ class RbdImageSink(object):
         """The group's commit: take snapshot N (again: nothing to do)."""
         if not self._image.snapshot_exists(snapshot):
             self._image.create_snapshot(snapshot)
-        self.started, self.prepared = False, None
+        self._record(snapshot, self.prepared_digest)
+        self._end()
+        self.prepared = None
 
     def abort(self):
         """The round did not complete: back to N-1."""
@@ -206,9 +290,23 @@ class RbdImageSink(object):
             LOG.warning('%s: round from %s did not complete; rolling back',
                         self.spec, self.base)
             self._rollback(self.base)
-        self.started = False
+        self._end()
 
     def _rollback(self, snapshot):
         # A terminal that died mid-round may still hold the image's lock.
         self._image.break_locks()
         self._image.rollback_to_snapshot(snapshot)
+
+
+# An identity that is a content digest (a device set's snapshot, whose
+# digest its manifest holds) rather than a source snapshot's ids.
+_DIGEST = 'blake3:'
+
+
+def _vouches(record, identity):
+    """Whether ``record`` says its snapshot is a copy of ``identity``."""
+    if not record or not identity:
+        return False
+    if identity.startswith(_DIGEST):
+        return record.get('digest') == identity[len(_DIGEST):]
+    return record.get('source') == identity

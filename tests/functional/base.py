@@ -10,6 +10,7 @@ import os
 import subprocess
 import uuid
 
+import fixtures
 import testtools
 
 from lsrp.rbd import Cluster
@@ -51,6 +52,12 @@ class FunctionalTestCase(testtools.TestCase):
         for cluster in cls.sites.values():
             cluster.close()
         super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        # What the in-process terminals log (refusals, rollbacks the tests
+        # provoke) is kept with the test and shown only if it fails.
+        self.useFixture(fixtures.FakeLogger())
 
     def name(self, prefix='img'):
         return '%s-%s' % (prefix, uuid.uuid4().hex[:10])

@@ -135,25 +135,37 @@ class CatchUpTestCase(base.FunctionalTestCase):
                 name).connect()
         return connect
 
-    def _serve(self, *extra):
-        """Run lsrp-server at site-b as a real process; return its port."""
+    def _serve(self, *extra, port=None, point=None):
+        """Run lsrp-server at site-b as a real process: (process, port).
+
+        ``point``: freeze it there (tests/functional/crashpoint.py).
+        """
         name, ca, cert, key = self.terminal('site-b')
         s = self.sandbox.site('site-b')
-        port = free_port()
-        exe = os.path.join(os.path.dirname(sys.executable), 'lsrp-server')
-        proc = subprocess.Popen(
-            [exe, '--server-name', name, '--server-port', str(port),
-             '--server-tls_ca', ca, '--server-tls_cert', cert,
-             '--server-tls_key', key, '--ceph-conf_file', s.conf,
-             '--ceph-keyring', s.keyring, '--ceph-site_name', 'site-b',
-             '--shipment-state_dir', self.state_b,
-             '--server-frame_timeout', '2'] + list(extra),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        port = port or free_port()
+        exe = [os.path.join(os.path.dirname(sys.executable), 'lsrp-server')]
+        if point:
+            exe = [sys.executable, '-m', 'tests.functional.crashpoint',
+                   point, 'lsrp-server']
+        log = os.path.join(self.work, 'lsrp-server-%d.log' % port)
+        with open(log, 'a') as err:
+            proc = subprocess.Popen(
+                exe + ['--server-name', name, '--server-port', str(port),
+                       '--server-tls_ca', ca, '--server-tls_cert', cert,
+                       '--server-tls_key', key, '--ceph-conf_file', s.conf,
+                       '--ceph-keyring', s.keyring, '--ceph-site_name',
+                       'site-b', '--shipment-state_dir', self.state_b,
+                       '--server-frame_timeout', '2'] + list(extra),
+                stdout=subprocess.PIPE, stderr=err, text=True)
+        self.server_log = log
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
         line = proc.stdout.readline()
-        self.assertIn('listening on', line, proc.stderr.read()
-                      if not line else line)
+        if 'listening on' not in line:
+            proc.wait()
+            with open(log) as f:
+                self.fail('lsrp-server did not start: %s%s'
+                          % (line, f.read()))
         return proc, port
 
     def run_async(self, coro):
@@ -164,8 +176,13 @@ class CatchUpTestCase(base.FunctionalTestCase):
         """INIT_SESSION and REPLICATION_START by hand; returns the session."""
         session = (await client.conn.request(m.INIT_SESSION, {
             'disk': spec, 'shipment': shipment}))['session']
+        # The proof of N-1 the way a source gives it without a record: the
+        # digest of its N-1.
+        with self.pool().open_image(spec.split('/')[1], snapshot=frm) as img:
+            digest = img.digest('blake3')
         await client.conn.request(m.REPLICATION_START, {
-            'snapshot': to, 'from_snapshot': frm, 'size': size}, session)
+            'snapshot': to, 'from_snapshot': frm, 'size': size,
+            'base_digest': digest}, session)
         return session
 
 
@@ -560,7 +577,8 @@ class TestRounds(CatchUpTestCase):
             async def connect_and_cut_once():
                 client = await connect()
                 made.append(client)
-                if len(made) == 1:
+                # (The first connection is the plan's, before round 1.)
+                if len(made) == 2:
                     asyncio.get_running_loop().call_later(
                         1.0, client.conn.writer.transport.abort)
                 return client

@@ -14,6 +14,7 @@ class TestDaemon(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
+        self.useFixture(fixtures.FakeLogger())   # expected warnings
         self.dir = self.useFixture(fixtures.TempDir()).path
         self.conf = os.path.join(self.dir, 'ceph.conf')
         open(self.conf, 'w').close()
