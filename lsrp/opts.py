@@ -69,6 +69,12 @@ shipment_opts = [
     cfg.IntOpt('workers',
                default=2, min=1, max=64,
                help='Threads hashing, compressing and encrypting chunks.'),
+    cfg.BoolOpt('import_readback',
+                default=False,
+                help='After each snapshot an import writes (and checks as '
+                     'written), read the whole image back from Ceph and '
+                     'check its digest again: a second pass over the '
+                     'image. Also lsrp import --verify-readback.'),
 ]
 
 

@@ -21,7 +21,7 @@ class ChunkReader(object):
         self.devset = devset
         self.crypto = crypto
         self.manifest = manifest
-        self.coder = erasure.StripeCoder(devset.k, devset.m)
+        self.coder = erasure.StripeCoder(devset.k, devset.m, devset.code)
         self._cache = collections.OrderedDict()
         self._cache_size = cache_stripes
         self.repaired = 0

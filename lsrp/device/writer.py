@@ -41,7 +41,7 @@ class ShipmentWriter(object):
         self.crypto = crypto
         self.manifest = manifest
         self.journal = journal
-        self.coder = erasure.StripeCoder(devset.k, devset.m)
+        self.coder = erasure.StripeCoder(devset.k, devset.m, devset.code)
         self.stripe_bytes = shard_size * devset.k
         self._buffer, self._buffered = [], 0  # sealed records of a stripe
         self._buffer_chunks = {}   # digest -> [offset in buffer, length]
@@ -193,11 +193,14 @@ class ShipmentWriter(object):
     def _write_stripe(self):
         """Hand the buffered stripe to the stripe thread."""
         stripe = len(self.manifest.stripes) + len(self._unsynced['stripes'])
-        data = b''.join(self._buffer)
-        shard_length = self.coder.shard_length(len(data))
+        length = self._buffered
+        # The padding is joined in too: the coder then cuts whole shards
+        # out of it without another copy.
+        data = b''.join(self._buffer + [bytes(self.coder.padding(length))])
+        shard_length = self.coder.shard_length(length)
         offset = (self.manifest.shards_end()
                   + sum(s[1] for s in self._unsynced['stripes']))
-        self._unsynced['stripes'].append([len(data), shard_length, offset])
+        self._unsynced['stripes'].append([length, shard_length, offset])
         self._unsynced['chunks'].update(
             {d: [stripe, off, length]
              for d, (off, length) in self._buffer_chunks.items()})
