@@ -318,30 +318,48 @@ class Importer(object):
         spec = '%s/%s@%s' % (img['pool'], img['name'], snap['name'])
         self.progress.start('import %s' % spec, snap['size'])
         runs = [r for r in snap['runs'] if r[1] >= start]
-        pending = collections.deque()
+        writes = collections.deque()
         next_cursor = start + CURSOR_EVERY
 
         def wait(limit):
-            while len(pending) > limit:
-                pending.popleft().result()
+            while len(writes) > limit:
+                writes.popleft().result()
 
-        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+        def decode(group):
+            # A worker fetches, decrypts and checks a group's chunks, while
+            # others do the groups after it and librbd writes those before.
+            return b''.join(self.reader.read_many(
+                [(r[3], spec, r[1]) for r in group], parallel=False))
+
+        def groups():
+            """(group, future of its data) a few groups ahead."""
+            ahead = collections.deque()
             for group in write_groups(runs):
-                if group[0][0] == manifest_mod.ZERO:
+                ahead.append((group, None if group[0][0] == manifest_mod.ZERO
+                              else decoders.submit(decode, group)))
+                if len(ahead) > 2 * self.workers:
+                    yield ahead.popleft()
+            while ahead:
+                yield ahead.popleft()
+
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool, \
+                concurrent.futures.ThreadPoolExecutor(
+                    self.workers) as decoders:
+            for group, future in groups():
+                if future is None:
                     # A new image reads as zeros: only deltas write them.
                     if snap_index > 0:
-                        pending.extend(pool.submit(image.zero, r[1], r[2])
-                                       for r in group)
+                        writes.extend(pool.submit(image.zero, r[1], r[2])
+                                      for r in group)
                     if stream is not None:
                         for r in group:
                             stream.zeros(r[1], r[2])
                 else:
-                    data = b''.join(self.reader.read_many(
-                        [(r[3], spec, r[1]) for r in group]))
+                    data = future.result()
                     if stream is not None:
                         stream.data(group[0][1], data)
-                    pending.append(pool.submit(image.write, group[0][1],
-                                               data))
+                    writes.append(pool.submit(image.write, group[0][1],
+                                              data))
                     del data
                 wait(self.workers)
                 self.progress.advance(sum(r[2] for r in group))

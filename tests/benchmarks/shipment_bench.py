@@ -210,10 +210,11 @@ class Bench(object):
         self.made.append(('a', name))
         subprocess.run(self.rbd(self.a, 'snap', 'create',
                                 'vms/%s@base' % name), check=True)
-        used = json.loads(subprocess.run(
-            self.rbd(self.a, 'du', '--format', 'json', 'vms/%s@base' % name),
+        extents = json.loads(subprocess.run(
+            self.rbd(self.a, 'diff', '--format', 'json',
+                     'vms/%s@base' % name),
             capture_output=True, check=True, text=True).stdout)
-        return sum(i['used_size'] for i in used['images'])
+        return sum(e['length'] for e in extents)
 
     def remove(self, site, name):
         site = self.a if site == 'a' else self.b
