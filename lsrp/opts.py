@@ -64,8 +64,10 @@ shipment_opts = [
                     'at most this much (or 5 s of work); smaller values fsync '
                     'more often.'),
     cfg.IntOpt('zstd_level',
-               default=3, min=1, max=19,
-               help='zstd compression level of chunks.'),
+               default=1, min=1, max=19,
+               help='zstd compression level of chunks. Level 1 compresses '
+                    'a copy of /usr 1.5x faster than level 3 for 4 % more '
+                    'bytes (see the shipments page).'),
     cfg.IntOpt('workers',
                default=2, min=1, max=64,
                help='Threads hashing, compressing and encrypting chunks.'),

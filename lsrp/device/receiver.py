@@ -77,7 +77,7 @@ class DeviceSetSink(object):
     durable_progress = True
 
     def __init__(self, state_dir, key_store, shipment_id, spec, peer,
-                 shard_size=4 << 20, zstd_level=3, workers=2,
+                 shard_size=4 << 20, zstd_level=1, workers=2,
                  checkpoint_bytes=256 << 20):
         self.record = record_mod.ShipmentRecord(state_dir, shipment_id)
         self.rec = self.record.load()

@@ -207,12 +207,17 @@ class Bench(object):
         subprocess.run(self.rbd(self.a, 'import', fs, 'vms/' + name),
                        check=True)
         os.unlink(fs)
-        self.made.append(('a', name))
+        if self.args.remove_fs:
+            self.made.append(('a', name))
         subprocess.run(self.rbd(self.a, 'snap', 'create',
                                 'vms/%s@base' % name), check=True)
+        return self.used(name)
+
+    def used(self, name):
+        # NOTE: rbd diff takes no --no-progress.
         extents = json.loads(subprocess.run(
-            self.rbd(self.a, 'diff', '--format', 'json',
-                     'vms/%s@base' % name),
+            ['rbd', '-c', self.a.conf, '--keyring', self.a.keyring, 'diff',
+             '--format', 'json', 'vms/%s@base' % name],
             capture_output=True, check=True, text=True).stdout)
         return sum(e['length'] for e in extents)
 
@@ -226,9 +231,23 @@ class Bench(object):
     def fs_pairs(self):
         """Pairs of (rbd, lsrp) on a filesystem image; medians of ratios."""
         args = self.args
-        name = '%s-fs' % self.tag
-        used = self.make_fs_image(name, int(args.fs_gib * GiB),
-                                  args.fs_dirs)
+        # Kept between runs (mkfs and rbd import of it take minutes here):
+        # --remove-fs removes it at the end.
+        name = 'bench-fs-%gg' % args.fs_gib
+        with self.cluster(self.a) as c, c.pool('vms') as pool:
+            exists = pool.image_exists(name)
+            if exists:
+                with pool.open_image(name) as img:
+                    exists = img.snapshot_exists('base')
+        if not exists:
+            self.remove('a', name)   # a run stopped while making it
+        if exists:
+            used = self.used(name)
+            if args.remove_fs:
+                self.made.append(('a', name))
+        else:
+            used = self.make_fs_image(name, int(args.fs_gib * GiB),
+                                      args.fs_dirs)
         rows = []
         for i in range(args.pairs):
             ref_file = os.path.join(self.work, 'ref.raw')
@@ -441,6 +460,9 @@ def main():
     parser.add_argument('--fs-dirs', nargs='+',
                         default=['/usr/bin', '/usr/share'],
                         help='What the filesystem image holds.')
+    parser.add_argument('--remove-fs', action='store_true',
+                        help='Remove the filesystem image at the end (by '
+                        'default it is kept for the next run).')
     parser.add_argument('--size-gib', type=float, default=1)
     parser.add_argument('--fill', type=float, default=0.5,
                         help='Share of the image that is random data.')
