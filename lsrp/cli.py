@@ -194,6 +194,11 @@ def add_parsers(subparsers):
     p.add_argument('--pool-map', action='append', default=[],
                    metavar='SRC=DST', help='Import images of pool SRC into '
                    'pool DST.')
+    p.add_argument('--verify-readback', action='store_true', default=None,
+                   help='Also read every imported snapshot back from Ceph '
+                   'and check its digest (default: [shipment] '
+                   'import_readback; what is written is always checked as '
+                   'it is written).')
     _ceph_args(p)
     _progress(p)
 
@@ -384,7 +389,9 @@ def do_import(args):
         importer = importer_mod.Importer(
             cluster, _keys(), CONF.shipment.state_dir, pool_map,
             progress=_progress_for(args),
-            check_space=not args.skip_space_check)
+            check_space=not args.skip_space_check,
+            readback=bool(args.verify_readback
+                          or CONF.shipment.import_readback))
         images = importer.run(args.devices, args.expect_digest)
     _print(args, {'event': 'imported', 'images': images},
            'imported: %s' % ', '.join(images))

@@ -64,11 +64,19 @@ shipment_opts = [
                     'at most this much (or 5 s of work); smaller values fsync '
                     'more often.'),
     cfg.IntOpt('zstd_level',
-               default=3, min=1, max=19,
-               help='zstd compression level of chunks.'),
+               default=1, min=1, max=19,
+               help='zstd compression level of chunks. Level 1 compresses '
+                    'a copy of /usr 1.5x faster than level 3 for 4 % more '
+                    'bytes (see the shipments page).'),
     cfg.IntOpt('workers',
                default=2, min=1, max=64,
                help='Threads hashing, compressing and encrypting chunks.'),
+    cfg.BoolOpt('import_readback',
+                default=False,
+                help='After each snapshot an import writes (and checks as '
+                     'written), read the whole image back from Ceph and '
+                     'check its digest again: a second pass over the '
+                     'image. Also lsrp import --verify-readback.'),
 ]
 
 

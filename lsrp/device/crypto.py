@@ -8,6 +8,7 @@ BLAKE3: a thief cannot confirm that a device holds some known block.
 
 import os
 import struct
+import threading
 
 import blake3
 from cryptography.exceptions import InvalidTag
@@ -36,7 +37,7 @@ def _derive(key, shipment_id, purpose):
 class ShipmentCrypto(object):
     """Encrypts chunks and the manifest of one shipment."""
 
-    def __init__(self, key, shipment_id, zstd_level=3):
+    def __init__(self, key, shipment_id, zstd_level=1):
         self.shipment_id = shipment_id
         self._aad = shipment_id.encode()
         self._chunk = AESGCM(_derive(key, shipment_id, b'chunk'))
@@ -44,6 +45,25 @@ class ShipmentCrypto(object):
         self._digest_key = _derive(key, shipment_id, b'digest')
         self.key_check = _derive(key, shipment_id, b'key-check').hex()[:32]
         self._zstd_level = zstd_level
+        # NOTE: a zstd context per thread, kept: making one per 64 KiB chunk
+        # cost about as much as compressing it at level 1. Contexts are not
+        # thread-safe, hence one per thread.
+        self._local = threading.local()
+
+    def _compressor(self):
+        try:
+            return self._local.compressor
+        except AttributeError:
+            self._local.compressor = zstandard.ZstdCompressor(
+                level=self._zstd_level)
+            return self._local.compressor
+
+    def _decompressor(self):
+        try:
+            return self._local.decompressor
+        except AttributeError:
+            self._local.decompressor = zstandard.ZstdDecompressor()
+            return self._local.decompressor
 
     def digest(self, data):
         """Keyed BLAKE3 of a chunk's plaintext, hex."""
@@ -52,7 +72,7 @@ class ShipmentCrypto(object):
     def seal_chunk(self, digest, data):
         """Compress (when it helps) and encrypt a chunk into a record."""
         flags, body = 0, data
-        compressor = zstandard.ZstdCompressor(level=self._zstd_level)
+        compressor = self._compressor()
         if (len(data) <= PROBE or len(compressor.compress(data[:PROBE]))
                 < PROBE * PROBE_RATIO):
             packed = compressor.compress(data)
@@ -76,7 +96,7 @@ class ShipmentCrypto(object):
             body = self._chunk.decrypt(nonce, bytes(record[RECORD_HEADER.size:]),
                                        self._aad + bytes.fromhex(digest))
             if flags & FLAG_ZSTD:
-                body = zstandard.ZstdDecompressor().decompress(
+                body = self._decompressor().decompress(
                     body, max_output_size=length)
         except (InvalidTag, struct.error, zstandard.ZstdError, ValueError):
             return None

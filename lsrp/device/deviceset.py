@@ -16,10 +16,13 @@ import os
 import re
 import uuid
 
+from lsrp.device import erasure
 from lsrp import exception
 
 FORMAT = 'fedex-device'
-FORMAT_VERSION = 1
+# Version 2: parity by XOR (one parity device) or ISA-L Reed-Solomon
+# (several), shards padded to 64 bytes; version 1 used zfec.
+FORMAT_VERSION = 2
 LABEL = 'fedex-device.json'
 SHARDS = 'shards.dat'
 MANIFEST_RE = re.compile(r'^manifest\.v(\d{6})$')
@@ -61,7 +64,11 @@ def read_label(path):
     if label.get('format_version') != FORMAT_VERSION:
         raise exception.NotADevice(
             path=path, reason='device format version %s, this program reads '
-            '%d' % (label.get('format_version'), FORMAT_VERSION))
+            'only version %d%s' % (
+                label.get('format_version'), FORMAT_VERSION,
+                ' (version 1 has zfec parity): import it with the lsrp '
+                'release that wrote it' if label.get('format_version') == 1
+                else ''))
     return label
 
 
@@ -72,6 +79,8 @@ class DeviceSet(object):
         self.shipment_id = shipment_id
         self.k, self.m = k, m
         self.n = k + m
+        self.code = (next(iter(labels.values())).get('erasure_code')
+                     if labels else None) or erasure.code_for(m)
         # {device index: path} of the devices we have.
         self.paths = {label['device_index']: path
                       for path, label in labels.items()}
@@ -112,6 +121,7 @@ class DeviceSet(object):
                          'shipment_id': shipment_id, 'device_index': index,
                          'device_id': str(uuid.uuid4()), 'devices': k + m,
                          'data_shards': k, 'parity_shards': m,
+                         'erasure_code': erasure.code_for(m),
                          'key_check': key_check}
                 try:
                     write_atomic(os.path.join(path, LABEL),

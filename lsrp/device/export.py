@@ -72,7 +72,7 @@ def load_manifest(devset, crypto):
     return chosen
 
 
-def open_crypto(devset, key_store, zstd_level=3):
+def open_crypto(devset, key_store, zstd_level=1):
     key = key_store.get(devset.shipment_id)
     crypto = crypto_mod.ShipmentCrypto(key, devset.shipment_id, zstd_level)
     if crypto.key_check != devset.key_check:
@@ -85,7 +85,7 @@ class Exporter(object):
     """Writes and refreshes the devices of one shipment from a site."""
 
     def __init__(self, cluster, key_store, state_dir, shard_size=4 << 20,
-                 zstd_level=3, workers=2, read_workers=4, progress=None,
+                 zstd_level=1, workers=2, read_workers=4, progress=None,
                  checkpoint_bytes=256 << 20):
         self.cluster = cluster
         self.key_store = key_store

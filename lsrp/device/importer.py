@@ -1,14 +1,19 @@
 """Import: a device set -> images and snapshots in the destination cluster.
 
 Each image is written to a staging image ``<name>.importing-<shipment>``,
-snapshot by snapshot; every snapshot's whole digest is read back from Ceph and
-checked against the manifest before the next one starts, and only when all of
-them match is the staging image renamed to its real name. An interrupted
-import therefore never looks finished, and running it again continues: a
-snapshot half-applied is rolled back to the one before it, and every
-snapshot's runs are applied again from its journaled offset: the runs of one
-snapshot define every byte of their ranges, so applying them twice gives the
-same image.
+snapshot by snapshot, and every snapshot's whole digest is checked against
+the manifest before the next one starts; only when all of them match is the
+staging image renamed to its real name. What is checked is what is written:
+every chunk's keyed digest as it is decoded, and the image digest of the
+very buffers handed to librbd, holes as zeros (a snapshot not written from
+its start in one run is hashed from the devices' layers instead).
+``readback=True`` reads each snapshot back from Ceph as well.
+
+An interrupted import never looks finished, and running it again continues
+from its journaled offset: the runs of one snapshot define every byte of
+their ranges, so applying them twice gives the same image. The journal
+names the staging image by id: one that is gone or another image is a
+stale journal, and that image starts over.
 """
 
 import collections
@@ -22,10 +27,12 @@ from oslo_log import log as logging
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import journal as journal_mod
+from lsrp.device import layers as layers_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
+from lsrp.rbd import digest as digest_mod
 from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)
@@ -99,8 +106,9 @@ def write_groups(runs):
 class Importer(object):
 
     def __init__(self, cluster, key_store, state_dir, pool_map=None,
-                 workers=4, progress=None, check_space=True):
+                 workers=4, progress=None, check_space=True, readback=False):
         self.cluster = cluster
+        self.readback = readback
         self.key_store = key_store
         self.state_dir = state_dir
         self.pool_map = pool_map or {}
@@ -132,7 +140,10 @@ class Importer(object):
                                                         'import.journal'))
         self.state = collections.defaultdict(dict)
         for entry in self.journal.entries():
-            self.state[entry['image']].update(entry)
+            if entry.get('stale'):
+                self.state[entry['image']] = {}
+            else:
+                self.state[entry['image']].update(entry)
         try:
             if self.check_space:
                 self._check_space(manifest)
@@ -192,21 +203,22 @@ class Importer(object):
     def _import_into(self, index, img, pool_name):
         final = img['name']
         staging = '%s.importing-%s' % (final, self.shipment_id)
-        state = self.state[index]
         target = '%s/%s' % (pool_name, final)
         with self.cluster.pool(pool_name) as pool:
             if pool.image_exists(final):
-                if state.get('renamed'):
+                if self.state[index].get('renamed'):
                     return target
                 raise exception.DestinationExists(
                     shipment=self.shipment_id, target=target,
                     site=self.cluster.site)
-            resumed = pool.image_exists(staging)
+            resumed = self._check_journal(index, pool, staging, target)
             if not resumed:
                 first = img['snapshots'][0]
                 pool.create_image(staging, first['size'],
                                   features=img['features'],
                                   object_size=img['object_size'])
+                with pool.open_image(staging) as image:
+                    self._record(index, staging_id=image.info().id)
             with pool.open_image(staging) as image:
                 if resumed:
                     broken = image.break_locks()
@@ -224,6 +236,47 @@ class Importer(object):
         LOG.info('%s: imported %s', self.shipment_id, target)
         return target
 
+    def _check_journal(self, index, pool, staging, target):
+        """True when the staging image is the one the journal describes.
+
+        Otherwise the journal of this image is stale - the image was
+        imported and removed since, or its staging image was removed or
+        made again - and it starts over: the journal is never trusted for
+        an image it does not describe.
+        """
+        state = self.state[index]
+        spec = '%s/%s' % (pool.name, staging)
+        found = None
+        if pool.image_exists(staging):
+            with pool.open_image(staging) as image:
+                found = image.info().id
+        if found is not None and found == state.get('staging_id'):
+            return True
+        if state:
+            why = ('%s was imported by it and is gone' % target
+                   if state.get('renamed') else
+                   '%s (id %s) no longer exists' % (spec, state.get(
+                       'staging_id')) if found is None else
+                   '%s is another image (id %s, not %s)' % (
+                       spec, found, state.get('staging_id')))
+            LOG.warning('%s: the import journal %s is stale for %s: %s; '
+                        'importing it from the start', self.shipment_id,
+                        self.journal.path, target, why)
+            self.journal.append({'image': index, 'stale': True})
+            self.state[index] = {}
+        if found is not None:
+            # A staging image no journal line vouches for (made just before
+            # a crash, or by another state directory): it may hold anything.
+            LOG.warning('%s: removing %s, which this import\'s journal does '
+                        'not describe', self.shipment_id, spec)
+            with pool.open_image(staging) as image:
+                image.break_locks()
+                for snap in image.list_snapshots():
+                    if snap.namespace == 'user':
+                        image.remove_snapshot(snap.name)
+            pool.remove_image(staging)
+        return False
+
     def _record(self, index, **fields):
         self.journal.append(dict(fields, image=index))
         self.state[index].update(fields)
@@ -233,40 +286,85 @@ class Importer(object):
         key = 'verified_%d' % snap_index
         if image.snapshot_exists(snap['name']):
             if not self.state[index].get(key):
-                self._verify(index, img, snap_index, snap, pool, staging)
+                # Made, then the import died before it was checked: what
+                # was written is not at hand, so read it back.
+                self._verify(index, img, snap_index, snap, pool, staging,
+                             self._readback(img, snap, pool, staging))
             return
         start = self.state[index].get('cursor_%d' % snap_index, 0)
         if image.size() != snap['size']:
             image.resize(snap['size'])
-        self._apply(index, img, snap_index, snap, image, start)
+        # The digest of the bytes written, when they are the whole image.
+        stream = (digest_mod.OrderedDigest() if snap_index == 0
+                  and start == 0 else None)
+        self._apply(index, img, snap_index, snap, image, start, stream)
         image.flush()
+        if stream is not None:
+            actual = stream.hexdigest(snap['size'])
+            how = 'as written'
+        else:
+            actual = self._layers_digest(img, snap_index)
+            how = 'as the devices\' layers'
+        self._verify(index, img, snap_index, snap, pool, staging,
+                     (actual, how))
         image.create_snapshot(snap['name'])
-        self._verify(index, img, snap_index, snap, pool, staging)
+        if self.readback:
+            self._verify(index, img, snap_index, snap, pool, staging,
+                         self._readback(img, snap, pool, staging))
+        self._record(index, **{key: snap['digest']})
 
-    def _apply(self, index, img, snap_index, snap, image, start):
-        """Write the runs of one snapshot from ``start`` on."""
+    def _apply(self, index, img, snap_index, snap, image, start, stream):
+        """Write the runs of one snapshot from ``start`` on.
+
+        ``stream``, an OrderedDigest, is fed what is written, holes and
+        zero runs as zeros.
+        """
         spec = '%s/%s@%s' % (img['pool'], img['name'], snap['name'])
         self.progress.start('import %s' % spec, snap['size'])
         runs = [r for r in snap['runs'] if r[1] >= start]
-        pending = collections.deque()
+        writes = collections.deque()
         next_cursor = start + CURSOR_EVERY
 
         def wait(limit):
-            while len(pending) > limit:
-                pending.popleft().result()
+            while len(writes) > limit:
+                writes.popleft().result()
 
-        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+        def decode(group):
+            # A worker fetches, decrypts and checks a group's chunks, while
+            # others do the groups after it and librbd writes those before.
+            return b''.join(self.reader.read_many(
+                [(r[3], spec, r[1]) for r in group], parallel=False))
+
+        def groups():
+            """(group, future of its data) a few groups ahead."""
+            ahead = collections.deque()
             for group in write_groups(runs):
-                if group[0][0] == manifest_mod.ZERO:
+                ahead.append((group, None if group[0][0] == manifest_mod.ZERO
+                              else decoders.submit(decode, group)))
+                if len(ahead) > 2 * self.workers:
+                    yield ahead.popleft()
+            while ahead:
+                yield ahead.popleft()
+
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool, \
+                concurrent.futures.ThreadPoolExecutor(
+                    self.workers) as decoders:
+            for group, future in groups():
+                if future is None:
                     # A new image reads as zeros: only deltas write them.
                     if snap_index > 0:
-                        pending.extend(pool.submit(image.zero, r[1], r[2])
-                                       for r in group)
+                        writes.extend(pool.submit(image.zero, r[1], r[2])
+                                      for r in group)
+                    if stream is not None:
+                        for r in group:
+                            stream.zeros(r[1], r[2])
                 else:
-                    data = self.reader.read_many(
-                        [(r[3], spec, r[1]) for r in group])
-                    pending.append(pool.submit(image.write, group[0][1],
-                                               b''.join(data)))
+                    data = future.result()
+                    if stream is not None:
+                        stream.data(group[0][1], data)
+                    writes.append(pool.submit(image.write, group[0][1],
+                                              data))
+                    del data
                 wait(self.workers)
                 self.progress.advance(sum(r[2] for r in group))
                 offset = group[-1][1] + group[-1][2]
@@ -278,16 +376,32 @@ class Importer(object):
             wait(0)
         self.progress.finish()
 
-    def _verify(self, index, img, snap_index, snap, pool, staging):
+    def _layers_digest(self, img, snap_index):
+        """The image digest of a snapshot rebuilt from the devices."""
+        for i, (snap, segments) in enumerate(layers_mod.layers(img)):
+            if i == snap_index:
+                self.progress.start('verify %s@%s' % (img['name'],
+                                                      snap['name']),
+                                    snap['size'])
+                actual = layers_mod.image_digest(self.reader, segments,
+                                                 snap['size'])
+                self.progress.finish()
+                return actual
+
+    def _readback(self, img, snap, pool, staging):
         with pool.open_image(staging, snapshot=snap['name']) as at_snap:
-            self.progress.start('verify %s@%s' % (img['name'], snap['name']),
+            self.progress.start('readback %s@%s' % (img['name'],
+                                                    snap['name']),
                                 snap['size'])
             actual = at_snap.digest('blake3')
             self.progress.finish()
+        return actual, 'read back from Ceph'
+
+    def _verify(self, index, img, snap_index, snap, pool, staging, found):
+        actual, how = found
         if actual != snap['digest']:
             raise exception.ImageDigestMismatch(
                 shipment=self.shipment_id,
                 image='%s/%s' % (pool.name, staging),
-                snapshot=snap['name'], actual=actual,
+                snapshot='%s (%s)' % (snap['name'], how), actual=actual,
                 expected=snap['digest'])
-        self._record(index, **{'verified_%d' % snap_index: actual})

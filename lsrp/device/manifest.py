@@ -14,11 +14,12 @@ import time
 
 import zstandard
 
+from lsrp.device import erasure
 from lsrp import exception
 
 MAGIC = b'FEDEXMF1'
 HEADER = struct.Struct('>8sI')
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # A run of an image snapshot: data chunk, or zeros.
 DATA, ZERO = 'd', 'z'
@@ -31,7 +32,7 @@ class Manifest(object):
 
     @classmethod
     def new(cls, shipment_id, source, chunk_size, k, m, device_ids,
-            shard_size):
+            shard_size, code=None):
         return cls({
             'format': 'fedex-shipment', 'format_version': FORMAT_VERSION,
             'shipment_id': shipment_id, 'version': 0, 'sealed': False,
@@ -39,7 +40,8 @@ class Manifest(object):
             'chunk_size': chunk_size, 'chunk_digest': 'blake3-keyed',
             'image_digest': 'blake3', 'compression': 'zstd',
             'cipher': 'AES-256-GCM',
-            'erasure': {'code': 'zfec-rs', 'data_shards': k,
+            'erasure': {'code': code or erasure.code_for(m),
+                        'data_shards': k,
                         'parity_shards': m, 'shard_size': shard_size},
             'devices': device_ids,
             # [data length, shard length, offset in shards.dat]

@@ -9,6 +9,7 @@ until the chunk checks out.
 import collections
 import concurrent.futures
 import itertools
+import threading
 
 from lsrp.device import erasure
 from lsrp import exception
@@ -16,27 +17,33 @@ from lsrp import exception
 
 class ChunkReader(object):
 
-    def __init__(self, devset, crypto, manifest, cache_stripes=2,
+    def __init__(self, devset, crypto, manifest, cache_stripes=3,
                  workers=2):
         self.devset = devset
         self.crypto = crypto
         self.manifest = manifest
-        self.coder = erasure.StripeCoder(devset.k, devset.m)
+        self.coder = erasure.StripeCoder(devset.k, devset.m, devset.code)
         self._cache = collections.OrderedDict()
         self._cache_size = cache_stripes
         self.repaired = 0
         self._pool = concurrent.futures.ThreadPoolExecutor(workers)
+        # Shard files and the stripe cache are shared: several threads may
+        # read at once (see read_many); decrypting runs outside the lock.
+        self._lock = threading.RLock()
 
-    def read_many(self, wanted):
+    def read_many(self, wanted, parallel=True):
         """Plaintexts of ``[(digest, image, offset)]``, in order.
 
-        Records are fetched in order (files and cache are not shared between
-        threads); decrypting and checking them runs on the worker threads.
+        With ``parallel``, decrypting and checking them runs on the worker
+        threads; without, on the calling thread (itself a worker).
         """
         records = [self._record(digest) for digest, _, _ in wanted]
-        opened = self._pool.map(
-            lambda dr: dr[1] is not None and self.crypto.open_chunk(*dr),
-            zip((w[0] for w in wanted), records))
+
+        def open_(dr):
+            return dr[1] is not None and self.crypto.open_chunk(*dr)
+        pairs = zip((w[0] for w in wanted), records)
+        opened = (self._pool.map(open_, pairs) if parallel
+                  else [open_(p) for p in pairs])
         return [plain if plain else self.read(*w)
                 for w, plain in zip(wanted, opened)]
 
@@ -45,7 +52,8 @@ class ChunkReader(object):
         if location is None:
             return None
         stripe, start, length = location
-        data = self._stripe(stripe)
+        with self._lock:
+            data = self._stripe(stripe)
         return None if data is None else data[start:start + length]
 
     def close(self):
@@ -85,6 +93,10 @@ class ChunkReader(object):
             plain = self.crypto.open_chunk(digest, record)
             if plain is not None:
                 return plain
+        with self._lock:
+            return self._repair(digest, image, offset)
+
+    def _repair(self, digest, image, offset):
         stripe, start, length = self.manifest.chunks[digest]
         # Damaged: leave out shards, one combination at a time.
         for count in range(1, self.devset.m + 1):

@@ -24,10 +24,10 @@ from lsrp.device import crypto as crypto_mod
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import importer as importer_mod
+from lsrp.device import layers as layers_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
 from lsrp.device import record as record_mod
-from lsrp.device import verify as verify_mod
 from lsrp.device import writer as writer_mod
 from lsrp import exception
 from lsrp.rbd import digest as digest_mod
@@ -77,7 +77,7 @@ class DeviceSetSink(object):
     durable_progress = True
 
     def __init__(self, state_dir, key_store, shipment_id, spec, peer,
-                 shard_size=4 << 20, zstd_level=3, workers=2,
+                 shard_size=4 << 20, zstd_level=1, workers=2,
                  checkpoint_bytes=256 << 20):
         self.record = record_mod.ShipmentRecord(state_dir, shipment_id)
         self.rec = self.record.load()
@@ -268,11 +268,11 @@ class DeviceSetSink(object):
 
     def _digest_on_devices(self, writer):
         manifest = writer.manifest
-        *_, (snap, segments) = verify_mod.layers(manifest.images[self.index])
+        *_, (snap, segments) = layers_mod.layers(manifest.images[self.index])
         reader = reader_mod.ChunkReader(writer.devset, writer.crypto,
                                         manifest)
         try:
-            return verify_mod.image_digest(reader, segments, snap['size'])
+            return layers_mod.image_digest(reader, segments, snap['size'])
         finally:
             reader.close()
 

@@ -6,57 +6,15 @@ as a map of ranges (chunk or zeros), streamed through the image digest, and
 compared with the digest recorded from the source cluster.
 """
 
-import bisect
-
 from lsrp.device import importer as importer_mod
-from lsrp.device import manifest as manifest_mod
+from lsrp.device import layers as layers_mod
 from lsrp.device import reader as reader_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
 
-
-def overlay(segments, runs):
-    """Apply sorted, non-overlapping runs over a sorted segment list.
-
-    A segment is ``(start, end, digest or None, chunk_start)``: bytes
-    [start, end) are bytes [start - chunk_start, ...) of that chunk, or zeros.
-    """
-    out = []
-    starts = [s[0] for s in segments]
-    pos = 0
-    for run in runs:
-        kind, offset, length = run[0], run[1], run[2]
-        end = offset + length
-        # Copy old segments before the run, cutting the one it overlaps.
-        i = max(bisect.bisect_right(starts, pos) - 1, 0)
-        while i < len(segments) and segments[i][0] < offset:
-            s, e, d, c = segments[i]
-            s, e = max(s, pos), min(e, offset)
-            if s < e:
-                out.append((s, e, d, c))
-            i += 1
-        digest = run[3] if kind == manifest_mod.DATA else None
-        out.append((offset, end, digest, offset))
-        pos = end
-    i = max(bisect.bisect_right(starts, pos) - 1, 0)
-    for s, e, d, c in segments[i:]:
-        s = max(s, pos)
-        if s < e:
-            out.append((s, e, d, c))
-    return out
-
-
-def layers(img):
-    """Yield ``(snapshot, segments)`` for each snapshot of a manifest image.
-
-    The segments are the runs of every snapshot up to it, overlaid, cut at
-    its size.
-    """
-    segments = []
-    for snap in img['snapshots']:
-        segments = [s for s in overlay(segments, snap['runs'])
-                    if s[0] < snap['size']]
-        yield snap, segments
+# Kept here too: callers and tests that knew them as verify's.
+overlay = layers_mod.overlay
+layers = layers_mod.layers
+image_digest = layers_mod.image_digest
 
 
 def verify(devices, key_store, expect_digest=None):
@@ -70,8 +28,8 @@ def verify(devices, key_store, expect_digest=None):
             reader.read(digest, '(chunk scan)')
         images = []
         for img in manifest.images:
-            for snap, segments in layers(img):
-                actual = image_digest(reader, segments, snap['size'])
+            for snap, segments in layers_mod.layers(img):
+                actual = layers_mod.image_digest(reader, segments, snap['size'])
                 spec = '%s/%s' % (img['pool'], img['name'])
                 if actual != snap['digest']:
                     raise exception.ImageDigestMismatch(
@@ -86,24 +44,3 @@ def verify(devices, key_store, expect_digest=None):
             'sealed': manifest.sealed, 'chunks': len(manifest.chunks),
             'repaired_chunks': reader.repaired,
             'missing_devices': devset.missing(), 'images': images}
-
-
-def image_digest(reader, segments, size):
-    """The image digest of a snapshot rebuilt as ``segments``."""
-    hasher = digest_mod.new_hash('blake3')
-    pos = 0
-    cached = (None, None)
-    for start, end, digest, chunk_start in segments:
-        end = min(end, size)
-        if start > pos:
-            digest_mod.update_zeros(hasher, start - pos)
-        if digest is None:
-            digest_mod.update_zeros(hasher, end - start)
-        else:
-            if cached[0] != digest:
-                cached = (digest, reader.read(digest, '(digest)', start))
-            hasher.update(cached[1][start - chunk_start:end - chunk_start])
-        pos = end
-    if pos < size:
-        digest_mod.update_zeros(hasher, size - pos)
-    return hasher.hexdigest()

@@ -7,6 +7,7 @@ start the writer replays the journal and cuts the shard files back to what it
 names, so work is neither lost nor stored twice.
 """
 
+import collections
 import concurrent.futures
 import time
 
@@ -35,13 +36,15 @@ def _is_zero(chunk):
 
 class ShipmentWriter(object):
 
+    _DATA, _ZEROS, _END = 'data', 'zeros', 'end'
+
     def __init__(self, devset, crypto, manifest, journal, shard_size,
                  workers=2, checkpoint_bytes=256 << 20):
         self.devset = devset
         self.crypto = crypto
         self.manifest = manifest
         self.journal = journal
-        self.coder = erasure.StripeCoder(devset.k, devset.m)
+        self.coder = erasure.StripeCoder(devset.k, devset.m, devset.code)
         self.stripe_bytes = shard_size * devset.k
         self._buffer, self._buffered = [], 0  # sealed records of a stripe
         self._buffer_chunks = {}   # digest -> [offset in buffer, length]
@@ -55,6 +58,12 @@ class ShipmentWriter(object):
         self._workers = workers
         self.checkpoint_bytes = checkpoint_bytes
         self._pool = concurrent.futures.ThreadPoolExecutor(workers)
+        # Pieces between add_data and the stripe (see _advance).
+        self._pipeline = collections.deque()
+        self._sealing_q = collections.deque()
+        self._in_flight = {}       # digests being sealed
+        self._depth = 2 * workers
+        self._want_flush = False
         # Stripes are encoded and written by one thread of their own, in
         # order, while the next stripe's chunks are sealed.
         self._stripe_writer = concurrent.futures.ThreadPoolExecutor(1)
@@ -101,13 +110,15 @@ class ShipmentWriter(object):
     # --- adding content -------------------------------------------------------
 
     def add_zeros(self, offset, length):
-        self._piece_runs.append([manifest_mod.ZERO, offset, length])
+        self._pipeline.append((self._ZEROS, offset, length))
 
     def add_data(self, offset, data):
         """Add a data range.
 
         It is cut on the chunk grid: zero chunks become runs, known chunks
-        are referenced, new chunks are sealed and appended.
+        are referenced, new chunks are sealed and appended. The work runs
+        on the worker threads, a few pieces ahead of the caller: see
+        ``_advance``.
         """
         size = self.manifest.chunk_size
         cuts = []
@@ -117,13 +128,58 @@ class ShipmentWriter(object):
             stop = min(end, (pos // size + 1) * size)
             cuts.append((pos, view[pos - offset:stop - offset]))
             pos = stop
-        # NOTE: one task per worker, not per chunk: a future per 64 KiB
+        # NOTE: one task per piece, not per chunk: a future per 64 KiB
         # chunk cost more Python time than hashing it.
-        digests = self._batched(
-            lambda c: None if _is_zero(c[1]) else self.crypto.digest(c[1]),
-            cuts)
+        self._pipeline.append((self._DATA, cuts,
+                               self._pool.submit(self._digests, cuts)))
+        self._advance(self._depth)
+
+    def _digests(self, cuts):
+        return [None if _is_zero(c) else self.crypto.digest(c)
+                for _, c in cuts]
+
+    def _seal(self, fresh):
+        return [self.crypto.seal_chunk(d, c) for d, c in fresh]
+
+    def _advance(self, limit):
+        """Move pieces along, in order, without waiting unless over ``limit``.
+
+        Stage 1 (a piece's chunk digests are known): runs are recorded and
+        new chunks handed to a worker to seal. Stage 2 (a piece's records
+        are sealed): they are appended to the stripe. Both stages keep the
+        order of the pieces, so the stripes are what a serial writer makes,
+        and at most ``limit`` pieces wait in each (memory stays flat).
+        """
+        while self._pipeline or self._sealing_q:
+            if self._pipeline and (len(self._pipeline) > limit
+                                   or self._ready(self._pipeline[0])):
+                self._stage1(self._pipeline.popleft())
+            elif self._sealing_q and (len(self._sealing_q) > limit
+                                      or self._sealing_q[0][1].done()):
+                self._stage2(*self._sealing_q.popleft())
+            else:
+                break
+        if self._want_flush and limit == self._depth:
+            self.flush()
+
+    def _ready(self, item):
+        return item[0] != self._DATA or item[2].done()
+
+    def _stage1(self, item):
+        kind = item[0]
+        if kind == self._ZEROS:
+            self._piece_runs.append([manifest_mod.ZERO, item[1], item[2]])
+            return
+        if kind == self._END:
+            _, image, snap, end = item
+            self._pending_runs.extend([image, snap, run]
+                                      for run in self._piece_runs)
+            self._piece_runs = []
+            self._cursor = [image, snap, end]
+            return
+        _, cuts, future = item
         fresh = {}
-        for (pos, chunk), digest in zip(cuts, digests):
+        for (pos, chunk), digest in zip(cuts, future.result()):
             if digest is None:
                 self._piece_runs.append([manifest_mod.ZERO, pos, len(chunk)])
                 continue
@@ -132,11 +188,17 @@ class ShipmentWriter(object):
             if (digest not in self.manifest.chunks
                     and digest not in self._committed
                     and digest not in self._buffer_chunks
+                    and digest not in self._in_flight
                     and digest not in fresh):
                 fresh[digest] = chunk
-        records = self._batched(lambda kv: self.crypto.seal_chunk(*kv),
-                                list(fresh.items()))
-        for digest, record in zip(fresh, records):
+        if fresh:
+            self._in_flight.update(dict.fromkeys(fresh))
+            self._sealing_q.append((list(fresh), self._pool.submit(
+                self._seal, list(fresh.items()))))
+
+    def _stage2(self, digests, future):
+        for digest, record in zip(digests, future.result()):
+            del self._in_flight[digest]
             self._buffer_chunks[digest] = [self._buffered, len(record)]
             # NOTE: records are joined once per stripe; appending to one
             # growing bytearray copied it over and over under the GIL.
@@ -148,24 +210,14 @@ class ShipmentWriter(object):
                         >= self.checkpoint_bytes
                         or time.monotonic() - self._last_sync
                         >= SYNC_SECONDS):
-                    self.flush()
-
-    def _batched(self, fn, items):
-        """``[fn(i) for i in items]``, split over the worker threads."""
-        if len(items) < 2 * self._workers:
-            return [fn(i) for i in items]
-        step = -(-len(items) // self._workers)
-        parts = self._pool.map(lambda part: [fn(i) for i in part],
-                               [items[i:i + step]
-                                for i in range(0, len(items), step)])
-        return [r for part in parts for r in part]
+                    # Not here: pieces before this one may still be
+                    # sealing; flush once the stages are drained.
+                    self._want_flush = True
 
     def end_piece(self, image, snap, end):
         """Everything of (image, snap) before ``end`` has been added."""
-        self._pending_runs.extend([image, snap, run]
-                                  for run in self._piece_runs)
-        self._piece_runs = []
-        self._cursor = [image, snap, end]
+        self._pipeline.append((self._END, image, snap, end))
+        self._advance(self._depth)
 
     def reset(self, image, snap):
         """Forget what was added for (image, snapshot): it starts over.
@@ -173,6 +225,7 @@ class ShipmentWriter(object):
         For content that turned out wrong (its digest did not match). The
         chunks stay in the stripes; later content may still refer to them.
         """
+        self._advance(0)
         self._piece_runs = []
         self._pending_runs = [r for r in self._pending_runs
                               if (r[0], r[1]) != (image, snap)]
@@ -193,11 +246,14 @@ class ShipmentWriter(object):
     def _write_stripe(self):
         """Hand the buffered stripe to the stripe thread."""
         stripe = len(self.manifest.stripes) + len(self._unsynced['stripes'])
-        data = b''.join(self._buffer)
-        shard_length = self.coder.shard_length(len(data))
+        length = self._buffered
+        # The padding is joined in too: the coder then cuts whole shards
+        # out of it without another copy.
+        data = b''.join(self._buffer + [bytes(self.coder.padding(length))])
+        shard_length = self.coder.shard_length(length)
         offset = (self.manifest.shards_end()
                   + sum(s[1] for s in self._unsynced['stripes']))
-        self._unsynced['stripes'].append([len(data), shard_length, offset])
+        self._unsynced['stripes'].append([length, shard_length, offset])
         self._unsynced['chunks'].update(
             {d: [stripe, off, length]
              for d, (off, length) in self._buffer_chunks.items()})
@@ -217,6 +273,8 @@ class ShipmentWriter(object):
 
     def flush(self):
         """Write what is buffered, fsync it, then journal the progress."""
+        self._advance(0)
+        self._want_flush = False
         if self._buffer:
             self._write_stripe()
         for future in self._writes:

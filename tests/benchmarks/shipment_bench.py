@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
 """Benchmark of shipments against the rbd CLI, on the sandbox, same data.
 
-    python tests/benchmarks/shipment_bench.py [--size-gib 4] [--sparse-gib 100]
-        [--flock-gib 2] [--flock-clones 8] [--template-fill 0.5]
+    python tests/benchmarks/shipment_bench.py [--pairs 5] [--fs-gib 2]
+        [--size-gib 1] [--sparse-gib 100] [--skip flock --skip remote ...]
 
 Prints, for the same image in the same run:
-  * export to 3 devices (compression, encryption, parity) vs
-    ``rbd export <image>@<snap> <file>``: wall-time ratio (target <= 1.0);
-  * import vs ``rbd import <file>``: ratio (target <= 1.0);
-  * peak RSS of our export and import, for the image and a sparse one
-    (target <= 300 MB);
+  * fs: an RBD image holding an ext4 filesystem filled with a copy of /usr
+    (``mkfs.ext4 -d``, then ``rbd import``): ``--pairs`` pairs of our export
+    to 3 devices (compression, encryption, parity) and ``rbd export
+    <image>@<snap> <file>``, and of our import and ``rbd import <file>``;
+    the median of the per-pair wall-time ratios (target <= 1.0), the
+    import with ``--verify-readback`` separately, and CPU seconds (user +
+    system) of each command as the coarse profile;
+  * image / sparse: the same on an image of random 4 MiB pieces and on a
+    sparse one (0.1 % written): peak RSS (target <= 300 MB, flat in size);
   * a flock of clones of a template, each with distinct writes: bytes on the
     devices vs the sum of the ``rbd export`` sizes (target <= 0.20);
   * an export through the terminal the devices hang off (``lsrp export
     --remote`` into ``lsrp-server``) vs a local export and ``rbd export``;
-  * throughput of the hash, cipher, compressor and erasure code.
+  * throughput of the hash, cipher, compressor and parity codes.
+The load average is printed at the start and the end: other work on the
+machine moves every figure, but a ratio is taken within one pair.
 Needs a running sandbox (``fedex-sandbox up``); uses pool vms on both sites.
 """
 
@@ -24,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +38,8 @@ import time
 
 import blake3
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-import zfec
+import numpy
+from pyeclib import ec_iface
 import zstandard
 
 from lsrp.rbd import Cluster
@@ -43,7 +51,7 @@ BIN = os.path.dirname(sys.executable)
 
 
 def run(cmd, stdout=None):
-    """Run a command; return (seconds, peak RSS in MB of it).
+    """Run a command; return (seconds, peak RSS in MB, CPU seconds) of it.
 
     NOTE: the peak RSS comes from GNU time, a small parent: Linux starts a
     child's ru_maxrss at its parent's RSS, so wait4() here would report this
@@ -51,14 +59,16 @@ def run(cmd, stdout=None):
     """
     with tempfile.NamedTemporaryFile('r') as rss:
         begin = time.monotonic()
-        proc = subprocess.run(['/usr/bin/time', '-f', '%M', '-o', rss.name]
-                              + cmd, stdout=stdout or subprocess.DEVNULL,
+        proc = subprocess.run(['/usr/bin/time', '-f', '%M %U %S', '-o',
+                               rss.name] + cmd,
+                              stdout=stdout or subprocess.DEVNULL,
                               stderr=subprocess.PIPE)
         took = time.monotonic() - begin
         if proc.returncode != 0:
             sys.exit('failed: %s\n%s' % (' '.join(cmd),
                                          proc.stderr.decode()))
-        return took, int(rss.read().split()[-1]) / 1024.0
+        peak, user, system = rss.read().split()[-3:]
+        return took, int(peak) / 1024.0, float(user) + float(system)
 
 
 def phases(path):
@@ -130,11 +140,11 @@ class Bench(object):
     def reference_export(self, name):
         """``rbd export`` of name@base to a file: (file, seconds, + sync)."""
         ref_file = os.path.join(self.work, name + '.raw')
-        t_ref, _ = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
-                                ref_file))
+        t_ref = run(self.rbd(self.a, 'export', 'vms/%s@base' % name,
+                             ref_file))[0]
         # Our export returns with its data on stable storage (devices are
         # unplugged next); rbd export leaves it in the page cache.
-        t_sync, _ = run(['sync', '-f', ref_file])
+        t_sync = run(['sync', '-f', ref_file])[0]
         return ref_file, t_ref, t_sync
 
     def export_import(self, label, size, fill):
@@ -142,19 +152,19 @@ class Bench(object):
         self.make_image(name, size, fill)
         ref_file, t_ref_exp, t_sync = self.reference_export(name)
         ship = name
-        t_exp, rss_exp = run(self.lsrp(
+        t_exp, rss_exp, _ = run(self.lsrp(
             'export', 'vms/%s' % name, '--snapshot', 'base',
             '--shipment-id', ship, *self.devices(name), site=self.a))
         seal = subprocess.run(self.lsrp('seal', '--shipment-id', ship),
                               capture_output=True, text=True, check=True)
         digest = seal.stdout.split()[-1]
-        t_ref_imp, _ = run(self.rbd(self.b, 'import', ref_file,
-                                    'vms/%s-ref' % name))
+        t_ref_imp = run(self.rbd(self.b, 'import', ref_file,
+                                 'vms/%s-ref' % name))[0]
         self.made.append(('b', name + '-ref'))
         os.unlink(ref_file)
         log = os.path.join(self.work, 'import.jsonl')
         with open(log, 'w') as out:
-            t_imp, rss_imp = run(self.lsrp(
+            t_imp, rss_imp, _ = run(self.lsrp(
                 'import', *self.devices(name), '--expect-digest', digest,
                 '--progress', 'json', site=self.b), stdout=out)
         split = phases(log)
@@ -168,11 +178,142 @@ class Bench(object):
                   t_ref_exp + t_sync, t_exp / (t_ref_exp + t_sync), rss_exp))
         print('%-10s import %6.1f s vs rbd import %6.1f s: ratio %.2f '
               '(target <= 1.0); peak RSS %.0f MB (target <= 300); of '
-              'which writing %.1f s, verifying by reading back %.1f s' % (
+              'which writing %.1f s, verifying after writing %.1f s' % (
                   label, t_imp, t_ref_imp, t_imp / t_ref_imp, rss_imp,
-                  split.get('import', 0), split.get('verify', 0)))
+                  split.get('import', 0), split.get('verify', 0)
+                  + split.get('readback', 0)))
         print('%-10s %.0f MiB of data, %.0f MiB on 3 devices with parity' % (
             label, size * fill / MiB, on_devices / MiB))
+        sys.stdout.flush()
+
+    def make_fs_image(self, name, size, dirs):
+        """An image holding ext4 filled with a copy of ``dirs`` (of /usr).
+
+        ``mkfs.ext4 -d`` fills the filesystem from a directory (hard links
+        of the originals: nothing is copied twice), then ``rbd import``.
+        """
+        tree = os.path.join(self.work, 'tree')
+        os.makedirs(tree)
+        for d in dirs:
+            dest = os.path.join(tree, d.strip('/').replace('/', '_'))
+            if subprocess.run(['cp', '-al', d, dest],
+                              capture_output=True).returncode:
+                subprocess.run(['cp', '-a', d, dest], check=True)
+        fs = os.path.join(self.work, 'fs.img')
+        with open(fs, 'wb') as f:
+            f.truncate(size)
+        subprocess.run(['mkfs.ext4', '-q', '-F', '-d', tree, fs], check=True)
+        shutil.rmtree(tree)
+        subprocess.run(self.rbd(self.a, 'import', fs, 'vms/' + name),
+                       check=True)
+        os.unlink(fs)
+        if self.args.remove_fs:
+            self.made.append(('a', name))
+        subprocess.run(self.rbd(self.a, 'snap', 'create',
+                                'vms/%s@base' % name), check=True)
+        return self.used(name)
+
+    def used(self, name):
+        # NOTE: rbd diff takes no --no-progress.
+        extents = json.loads(subprocess.run(
+            ['rbd', '-c', self.a.conf, '--keyring', self.a.keyring, 'diff',
+             '--format', 'json', 'vms/%s@base' % name],
+            capture_output=True, check=True, text=True).stdout)
+        return sum(e['length'] for e in extents)
+
+    def remove(self, site, name):
+        site = self.a if site == 'a' else self.b
+        subprocess.run(self.rbd(site, 'snap', 'purge', 'vms/' + name),
+                       capture_output=True)
+        subprocess.run(self.rbd(site, 'rm', 'vms/' + name),
+                       capture_output=True)
+
+    def fs_pairs(self):
+        """Pairs of (rbd, lsrp) on a filesystem image; medians of ratios."""
+        args = self.args
+        # Kept between runs (mkfs and rbd import of it take minutes here):
+        # --remove-fs removes it at the end.
+        name = 'bench-fs-%gg' % args.fs_gib
+        with self.cluster(self.a) as c, c.pool('vms') as pool:
+            exists = pool.image_exists(name)
+            if exists:
+                with pool.open_image(name) as img:
+                    exists = img.snapshot_exists('base')
+        if not exists:
+            self.remove('a', name)   # a run stopped while making it
+        if exists:
+            used = self.used(name)
+            if args.remove_fs:
+                self.made.append(('a', name))
+        else:
+            used = self.make_fs_image(name, int(args.fs_gib * GiB),
+                                      args.fs_dirs)
+        rows = []
+        for i in range(args.pairs):
+            ref_file = os.path.join(self.work, 'ref.raw')
+            t_rexp, _, c_rexp = run(self.rbd(self.a, 'export',
+                                             'vms/%s@base' % name, ref_file))
+            t_sync = run(['sync', '-f', ref_file])[0]
+            ship = '%s-%d' % (name, i)
+            t_exp, rss_exp, c_exp = run(self.lsrp(
+                'export', 'vms/%s' % name, '--snapshot', 'base',
+                '--shipment-id', ship, *self.devices(ship), site=self.a))
+            seal = subprocess.run(self.lsrp('seal', '--shipment-id', ship),
+                                  capture_output=True, text=True, check=True)
+            digest = seal.stdout.split()[-1]
+            t_rimp, _, c_rimp = run(self.rbd(self.b, 'import', ref_file,
+                                             'vms/%s-ref' % name))
+            os.unlink(ref_file)
+            self.remove('b', name + '-ref')
+            imp = self.lsrp('import', *self.devices(ship), '--expect-digest',
+                            digest, site=self.b)
+            t_imp, rss_imp, c_imp = run(imp)
+            self.remove('b', name)
+            # The same import again (a stale journal: the image was removed)
+            # with the read-back from Ceph.
+            t_rb, rss_rb, c_rb = run(imp + ['--verify-readback'])
+            self.remove('b', name)
+            on_devices = self.du(os.path.join(self.work, ship))
+            shutil.rmtree(os.path.join(self.work, ship))
+            rows.append(dict(
+                rexp=t_rexp, sync=t_sync, exp=t_exp, rimp=t_rimp, imp=t_imp,
+                rb=t_rb, rss_exp=rss_exp, rss_imp=rss_imp, rss_rb=rss_rb,
+                c_rexp=c_rexp, c_exp=c_exp, c_rimp=c_rimp, c_imp=c_imp,
+                c_rb=c_rb, dev=on_devices))
+            print('fs pair %d: export %.1f s (cpu %.1f) vs rbd export %.1f s '
+                  '(cpu %.1f, +sync %.1f s); import %.1f s (cpu %.1f) vs rbd '
+                  'import %.1f s (cpu %.1f); import with read-back %.1f s; '
+                  'load %.1f' % (i + 1, t_exp, c_exp, t_rexp, c_rexp, t_sync,
+                                 t_imp, c_imp, t_rimp, c_rimp, t_rb,
+                                 os.getloadavg()[0]))
+            sys.stdout.flush()
+
+        def med(fn):
+            return statistics.median(fn(r) for r in rows)
+        print('fs         %.0f MiB used of a %.1f GiB ext4 image (%s); %.0f MiB'
+              ' on 3 devices with parity; median of %d pairs:' % (
+                  used / MiB, args.fs_gib, ' '.join(args.fs_dirs),
+                  med(lambda r: r['dev']) / MiB, len(rows)))
+        print('fs         export %6.1f s vs rbd export %6.1f s: ratio %.2f '
+              '(target <= 1.0); vs rbd export + sync: ratio %.2f; peak RSS '
+              '%.0f MB' % (med(lambda r: r['exp']), med(lambda r: r['rexp']),
+                           med(lambda r: r['exp'] / r['rexp']),
+                           med(lambda r: r['exp'] / (r['rexp'] + r['sync'])),
+                           max(r['rss_exp'] for r in rows)))
+        print('fs         import %6.1f s vs rbd import %6.1f s: ratio %.2f '
+              '(target <= 1.0); peak RSS %.0f MB' % (
+                  med(lambda r: r['imp']), med(lambda r: r['rimp']),
+                  med(lambda r: r['imp'] / r['rimp']),
+                  max(r['rss_imp'] for r in rows)))
+        print('fs         import --verify-readback %6.1f s: ratio %.2f to rbd '
+              'import; peak RSS %.0f MB' % (
+                  med(lambda r: r['rb']), med(lambda r: r['rb'] / r['rimp']),
+                  max(r['rss_rb'] for r in rows)))
+        print('fs         CPU seconds (user+sys): export %.1f vs rbd export '
+              '%.1f; import %.1f vs rbd import %.1f; with read-back %.1f' % (
+                  med(lambda r: r['c_exp']), med(lambda r: r['c_rexp']),
+                  med(lambda r: r['c_imp']), med(lambda r: r['c_rimp']),
+                  med(lambda r: r['c_rb'])))
         sys.stdout.flush()
 
     def remote_export(self, label, size, fill):
@@ -184,10 +325,10 @@ class Bench(object):
         self.make_image(name, size, fill)
         ref_file, t_ref, t_sync = self.reference_export(name)
         os.unlink(ref_file)
-        t_local, _ = run(self.lsrp(
+        t_local = run(self.lsrp(
             'export', 'vms/%s' % name, '--snapshot', 'base',
             '--shipment-id', name + '-local', *self.devices(name + '-local'),
-            site=self.a))
+            site=self.a))[0]
         shutil.rmtree(os.path.join(self.work, name + '-local'))
         # The device terminal: its own state and keys, no cluster.
         term = os.path.join(self.work, 'terminal')
@@ -198,7 +339,7 @@ class Bench(object):
             'authorize', '--shipment-id', ship, 'vms/' + name]
             + self.devices(ship), check=True, capture_output=True)
         t_name, ca, cert, key = self.sandbox.terminal('site-b')
-        port = 15990
+        port = self.sandbox.port(600)
         server = subprocess.Popen(
             [os.path.join(BIN, 'lsrp-server'), '--server-name', t_name,
              '--server-port', str(port), '--server-tls_ca', ca,
@@ -208,7 +349,7 @@ class Bench(object):
         try:
             server.stdout.readline()   # listening
             s_name, ca, cert, key = self.sandbox.terminal('site-a')
-            t_remote, rss = run(self.lsrp(
+            t_remote, rss, _ = run(self.lsrp(
                 'export', '--remote', '127.0.0.1:%d' % port,
                 '--server-name', t_name, '--tls-ca', ca, '--tls-cert', cert,
                 '--tls-key', key, '--name', s_name, '--shipment-id', ship,
@@ -280,16 +421,23 @@ class Bench(object):
         aes = AESGCM(os.urandom(32))
         nonce = os.urandom(12)
         zc = zstandard.ZstdCompressor(level=3)
-        enc = zfec.Encoder(2, 3)
+        rs = ec_iface.ECDriver(k=2, m=2, ec_type='isa_l_rs_cauchy')
+
+        def xor(b):
+            half = len(b) // 16 * 8
+            return numpy.bitwise_xor(
+                numpy.frombuffer(b, numpy.uint64, half // 8),
+                numpy.frombuffer(b, numpy.uint64, half // 8, half))
         print('primitives (MiB/s, one thread, 1 MiB calls): '
               'blake3-keyed %.0f, sha256 %.0f, AES-256-GCM %.0f, '
-              'zstd-3 random %.0f, zstd-3 text %.0f, zfec 2+1 %.0f' % (
+              'zstd-3 random %.0f, zstd-3 text %.0f, zstd-1 text %.0f, '
+              'xor 2+1 %.0f, isa-l rs 2+2 %.0f' % (
                   rate(lambda b: blake3.blake3(b, key=key).digest(), data),
                   rate(lambda b: hashlib.sha256(b).digest(), data),
                   rate(lambda b: aes.encrypt(nonce, b, None), data),
                   rate(zc.compress, data), rate(zc.compress, text),
-                  rate(lambda b: enc.encode([b[:len(b) // 2],
-                                             b[len(b) // 2:]]), data)))
+                  rate(zstandard.ZstdCompressor(level=1).compress, text),
+                  rate(xor, data), rate(rs.encode, data)))
 
     def cleanup(self):
         for where, name in self.made:
@@ -306,7 +454,16 @@ class Bench(object):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--size-gib', type=float, default=4)
+    parser.add_argument('--pairs', type=int, default=5,
+                        help='Pairs (rbd, lsrp) of the filesystem image.')
+    parser.add_argument('--fs-gib', type=float, default=2)
+    parser.add_argument('--fs-dirs', nargs='+',
+                        default=['/usr/bin', '/usr/share'],
+                        help='What the filesystem image holds.')
+    parser.add_argument('--remove-fs', action='store_true',
+                        help='Remove the filesystem image at the end (by '
+                        'default it is kept for the next run).')
+    parser.add_argument('--size-gib', type=float, default=1)
     parser.add_argument('--fill', type=float, default=0.5,
                         help='Share of the image that is random data.')
     parser.add_argument('--sparse-gib', type=float, default=100)
@@ -315,12 +472,16 @@ def main():
     parser.add_argument('--template-fill', type=float, default=0.5)
     parser.add_argument('--work-dir', default='/var/tmp')
     parser.add_argument('--skip', action='append', default=[],
-                        choices=['image', 'sparse', 'flock', 'primitives',
-                                 'remote'])
+                        choices=['fs', 'image', 'sparse', 'flock',
+                                 'primitives', 'remote'])
     parser.add_argument('--remote-gib', type=float, default=1)
     args = parser.parse_args()
     bench = Bench(args)
+    print('load average at start: %.2f %.2f %.2f; %d cores' % (
+        os.getloadavg() + (os.cpu_count(),)))
     try:
+        if 'fs' not in args.skip:
+            bench.fs_pairs()
         if 'primitives' not in args.skip:
             bench.primitives()
         if 'image' not in args.skip:
@@ -334,6 +495,7 @@ def main():
                                 args.fill)
     finally:
         bench.cleanup()
+        print('load average at the end: %.2f %.2f %.2f' % os.getloadavg())
 
 
 if __name__ == '__main__':

@@ -122,6 +122,12 @@ class ShipmentTestCase(base.FunctionalTestCase):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
 
+    def shipped(self, size=24 * MiB, devices=3):
+        image = self.random_image(size)
+        devs = self.devices(devices)
+        shipment = self.export([image], devs)
+        return image, devs, shipment, self.seal(shipment)
+
     def flip(self, device, offset, name='shards.dat'):
         with open(os.path.join(device, name), 'r+b') as f:
             f.seek(offset)
@@ -189,12 +195,6 @@ class TestRoundTrip(ShipmentTestCase):
 
 
 class TestFaults(ShipmentTestCase):
-
-    def shipped(self, size=24 * MiB, devices=3):
-        image = self.random_image(size)
-        devs = self.devices(devices)
-        shipment = self.export([image], devs)
-        return image, devs, shipment, self.seal(shipment)
 
     def test_flipped_bit_is_repaired_from_parity(self):
         image, devs, shipment, digest = self.shipped()
@@ -302,6 +302,120 @@ class TestFaults(ShipmentTestCase):
                        check=True)
         self.ok(self.lsrp(*args))
         self.ok(self.import_(devs, self.seal(shipment)))
+        self.assert_same(image, ['base'])
+
+
+class TestParity(ShipmentTestCase):
+    """XOR (one parity device) and Reed-Solomon (two) repair every loss."""
+
+    def lose_each(self, devs, digest, lost_sets):
+        for lost in lost_sets:
+            hidden = [d + '.away' for d in lost]
+            for d, h in zip(lost, hidden):
+                os.rename(d, h)
+            try:
+                report = json.loads(self.ok(self.lsrp(
+                    'verify', *self.device_args(devs), '--expect-digest',
+                    digest, ceph=False)).stdout)
+            finally:
+                for d, h in zip(lost, hidden):
+                    os.rename(h, d)
+            self.assertEqual(sorted(devs.index(d) for d in lost),
+                             report['missing_devices'])
+
+    def test_one_parity_device_xor_each_device_lost(self):
+        image, devs, shipment, digest = self.shipped()
+        with open(os.path.join(devs[0], deviceset.LABEL)) as f:
+            self.assertEqual('xor', json.load(f)['erasure_code'])
+        self.lose_each(devs, digest, [[d] for d in devs])
+        shutil.rmtree(devs[1])
+        self.ok(self.import_(devs, digest))
+        self.assert_same(image, ['base'])
+
+    def test_two_parity_devices_reed_solomon_any_two_lost(self):
+        image = self.random_image(24 * MiB)
+        devs = self.devices(4)
+        shipment = self.name('ship')
+        self.ok(self.lsrp('export', 'vms/%s' % image, '--snapshot', 'base',
+                          '--create-snapshot', '--shipment-id', shipment,
+                          '--parity', '2', *self.device_args(devs)))
+        digest = self.seal(shipment)
+        with open(os.path.join(devs[3], deviceset.LABEL)) as f:
+            label = json.load(f)
+        self.assertEqual(('isa_l_rs_cauchy', 2, 2), (
+            label['erasure_code'], label['data_shards'],
+            label['parity_shards']))
+        self.lose_each(devs, digest, [[d] for d in devs]
+                       + [[devs[0], devs[1]], [devs[1], devs[3]]])
+        # Two of four lost and one bit flipped on a third: beyond parity.
+        self.flip(devs[2], 100)
+        shutil.rmtree(devs[0])
+        result = self.lsrp('verify', *self.device_args(devs), ceph=False)
+        self.assertEqual(0, result.returncode, result.stderr)
+        shutil.rmtree(devs[3])
+        result = self.lsrp('verify', *self.device_args(devs), ceph=False)
+        self.assertEqual(3, result.returncode, result.stderr)
+        self.assertIn('missing devices: [0, 3]', result.stderr)
+
+    def test_devices_of_the_zfec_format_are_refused(self):
+        image, devs, shipment, digest = self.shipped(8 * MiB)
+        for d in devs:
+            path = os.path.join(d, deviceset.LABEL)
+            with open(path) as f:
+                label = json.load(f)
+            label['format_version'] = 1
+            with open(path, 'w') as f:
+                json.dump(label, f)
+        result = self.import_(devs, digest)
+        self.assertEqual(2, result.returncode, result.stderr)
+        self.assertIn('device format version 1', result.stderr)
+        self.assertIn('zfec', result.stderr)
+        self.assertNotIn(image, self.pool('site-b').list_images())
+
+
+class TestImportAgain(ShipmentTestCase):
+
+    def test_import_again_after_the_image_was_removed(self):
+        # Data past 256 MiB: the import journals a cursor there, which a
+        # stale journal made the next import start from.
+        size = 320 * MiB
+        image = self.random_image(size, extents=4)
+        with self.pool().open_image(image) as img:
+            img.write(300 * MiB, os.urandom(MiB))
+        devs = self.devices()
+        shipment = self.export([image], devs)
+        digest = self.seal(shipment)
+        self.ok(self.import_(devs, digest))
+        self.assert_same(image, ['base'])
+        journal = os.path.join(self.work, 'state-b', shipment,
+                               'import.journal')
+        with open(journal) as f:
+            self.assertIn('"cursor_0"', f.read())
+        # The destination image is removed; the state directory stays.
+        self._remove_image('site-b', 'vms', image)
+        self.ok(self.import_(devs, digest))
+        with open(journal) as f:
+            self.assertIn('"stale":true', f.read())
+        self.assert_same(image, ['base'])
+        # Now a staging image of that name that the journal does not know.
+        self._remove_image('site-b', 'vms', image)
+        staging = '%s.importing-%s' % (image, shipment)
+        pool = self.pool('site-b')
+        pool.create_image(staging, size)
+        with pool.open_image(staging) as img:
+            img.write(MiB, os.urandom(MiB))
+        self.ok(self.import_(devs, digest))
+        self.assert_same(image, ['base'])
+        self.assertEqual([image], [n for n in pool.list_images()
+                                   if n.startswith(image)])
+
+    def test_import_with_readback(self):
+        image, devs, shipment, digest = self.shipped(16 * MiB)
+        result = self.ok(self.import_(devs, digest, extra=(
+            '--verify-readback', '--progress', 'json')))
+        tasks = [json.loads(line).get('task', '') for line in
+                 result.stdout.splitlines()]
+        self.assertTrue(any(t.startswith('readback') for t in tasks))
         self.assert_same(image, ['base'])
 
 
