@@ -39,9 +39,9 @@ MiB = 1 << 20
 
 
 def free_port():
-    """A free port below 32768 (Ceph clients take the ones above)."""
+    """A free port of the tests' own range of the sandbox (+600..+999)."""
     for _ in range(100):
-        port = random.randrange(15000, 30000)
+        port = base.BASE_PORT + random.randrange(600, 1000)
         with socket.socket() as s:
             try:
                 s.bind(('127.0.0.1', port))
@@ -142,10 +142,10 @@ class CatchUpTestCase(base.FunctionalTestCase):
         port = free_port()
         exe = os.path.join(os.path.dirname(sys.executable), 'lsrp-server')
         proc = subprocess.Popen(
-            [exe, '--server-name', name, '--server-port', str(port),
-             '--server-tls_ca', ca, '--server-tls_cert', cert,
-             '--server-tls_key', key, '--ceph-conf_file', s.conf,
-             '--ceph-keyring', s.keyring, '--ceph-site_name', 'site-b',
+            [exe, '--name', name, '--server-port', str(port),
+             '--tls-ca', ca, '--tls-cert', cert, '--tls-key', key,
+             '--ceph-conf', s.conf, '--keyring', s.keyring,
+             '--site', 'site-b',
              '--shipment-state_dir', self.state_b,
              '--server-frame_timeout', '2'] + list(extra),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -894,14 +894,14 @@ class TestOverTheWan(CatchUpTestCase):
         link = wan.Wan(os.path.join(self.work, 'run'),
                        number=self.sandbox.wan_number(1))
         self.addCleanup(link.down)
-        host, port = link.up(rate_mbit=40, delay_ms=20, port=15580)
+        host, port = link.up(rate_mbit=40, delay_ms=20, port=free_port())
         name, ca, cert, key = self.terminal('site-b')
         result = {}
 
         async def scenario():
             server = service.TerminalServer(
                 name, self.sites['site-b'], self.state_b,
-                tls.server_context(ca, cert, key), link.root_addr, 15580)
+                tls.server_context(ca, cert, key), link.root_addr, port)
             await server.start()
             try:
                 a_name, a_ca, a_cert, a_key = self.terminal('site-a')
