@@ -20,6 +20,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp import access
 from lsrp import catchup
 from lsrp import cmdline
 from lsrp.device import deviceset as deviceset_mod
@@ -402,8 +403,8 @@ def do_authorize(args):
             ', '.join(args.images), args.shipment_id,
             ', '.join(args.devices)))
         return
-    importer_mod.authorize(CONF.shipment.state_dir, args.shipment_id,
-                           args.images, peers=args.peers)
+    access.authorize(CONF.shipment.state_dir, args.shipment_id,
+                     args.images, peers=args.peers)
     print('authorized: %s for %s' % (', '.join(args.images),
                                      args.shipment_id))
 

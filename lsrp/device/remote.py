@@ -20,8 +20,8 @@ from lsrp import catchup
 from lsrp.device import importer as importer_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
+from lsrp import digest as digest_mod
 from lsrp.protocol import messages as m
-from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
 WINDOW = 16

@@ -11,8 +11,8 @@ import bisect
 from lsrp.device import importer as importer_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
+from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
 
 
 def overlay(segments, runs):

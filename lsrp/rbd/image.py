@@ -5,8 +5,8 @@ import concurrent.futures
 
 import rbd
 
+from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
 from lsrp.rbd import errors
 from lsrp.rbd import extents as extents_mod
 from lsrp.rbd.extents import Extent

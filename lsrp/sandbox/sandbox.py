@@ -11,6 +11,7 @@ import time
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp import fileutils
 from lsrp.sandbox import opts as opts_mod
 from lsrp.sandbox import site as site_mod
 from lsrp import tls
@@ -76,10 +77,7 @@ class Sandbox(object):
                         s.name, s.conf, s.keyring, os.path.join(top, 'state'),
                         os.path.join(top, 'keys'), name,
                         self.terminal_port(s.name), ca, cert, key))
-            path = self.terminal_conf(s.name)
-            with open(path + '.tmp', 'w') as f:
-                f.write(text)
-            os.replace(path + '.tmp', path)
+            fileutils.write_atomic(self.terminal_conf(s.name), text)
 
     def _make_pki(self):
         """A CA and a certificate for each site's terminal, once."""
@@ -103,10 +101,8 @@ class Sandbox(object):
 
     def _remember(self):
         """Record the base port for later commands on this directory."""
-        path = os.path.join(self.root, 'sandbox.json')
-        with open(path + '.tmp', 'w') as f:
-            json.dump({'base_port': self.base_port}, f)
-        os.replace(path + '.tmp', path)
+        fileutils.write_atomic(os.path.join(self.root, 'sandbox.json'),
+                               json.dumps({'base_port': self.base_port}))
 
     def port(self, offset):
         """A port of this sandbox's own range (offset < PORT_SPAN)."""

@@ -23,7 +23,7 @@ import os
 
 from oslo_log import log as logging
 
-from lsrp.device import deviceset
+from lsrp import fileutils
 from lsrp.server import names
 
 LOG = logging.getLogger(__name__)
@@ -39,9 +39,9 @@ class GroupLog(object):
 
     def _save(self, group, snapshot, disks, state):
         os.makedirs(self.dir, exist_ok=True)
-        deviceset.write_atomic(self._path(group), json.dumps({
+        fileutils.write_atomic(self._path(group), json.dumps({
             'snapshot': snapshot, 'disks': sorted(disks),
-            'state': state}).encode())
+            'state': state}))
 
     def prepare(self, group, snapshot, disks):
         self._save(group, snapshot, disks, 'prepared')

@@ -9,20 +9,20 @@ frame and the connection is closed; other connections are not affected.
 
 import asyncio
 import collections
-import json
 import os
 import threading
 
 from oslo_log import log as logging
 import zstandard
 
+from lsrp import access
 from lsrp.device import receiver
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp.protocol import connection as connection_mod
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
 from lsrp.protocol import sessions as sessions_mod
-from lsrp.rbd import digest as digest_mod
 from lsrp.server import groups as groups_mod
 from lsrp.server import names
 from lsrp.server import sinks
@@ -43,33 +43,6 @@ _START = (m.REPLICATION_START, m.DELTA_CONSOLIDATION_START)
 _COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
 # A round in these states has changed the image and has no snapshot N yet.
 _UNDER_WAY = (sessions_mod.REPLICATING, sessions_mod.PREPARED)
-
-
-def authorize(state_dir, shipment, disk, peer):
-    """The shipment's entry if ``peer`` may write ``disk``, one of its images.
-
-    Known images: imported here, or declared to be received on devices here;
-    and when the shipment names its peers, ``peer`` must be one. Else raise
-    NOT_ALLOWED.
-    """
-    path = os.path.join(state_dir, shipment, 'authorized.json')
-    try:
-        with open(path) as f:
-            entry = json.load(f)
-        allowed = entry['images']
-    except (OSError, ValueError, KeyError):
-        raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='shipment %s is not known here' %
-            shipment)
-    if disk not in allowed:
-        raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='%s is not an image of shipment %s'
-            % (disk, shipment))
-    if entry.get('peers') and peer not in entry['peers']:
-        raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='terminal %s may not send shipment %s'
-            ' (only %s)' % (peer, shipment, ', '.join(entry['peers'])))
-    return entry
 
 
 class SharedSession(object):
@@ -482,7 +455,8 @@ class PeerHandler(object):
 
     async def _init_session(self, frame):
         disk, shipment = frame.body['disk'], frame.body['shipment']
-        entry = authorize(self.server.state_dir, shipment, disk, self.peer)
+        entry = access.check(self.server.state_dir, shipment, disk,
+                             self.peer)
         if 'attach' in frame.body:
             session = frame.body['attach']
             shared = self.server.shared.get(session)

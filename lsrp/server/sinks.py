@@ -16,8 +16,8 @@ interrupted import never looks finished.
 
 from oslo_log import log as logging
 
+from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
 

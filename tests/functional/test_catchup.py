@@ -22,6 +22,7 @@ import time
 
 import fixtures
 
+from lsrp import access
 from lsrp import catchup
 from lsrp.device import export
 from lsrp.device import importer
@@ -730,8 +731,8 @@ class TestTerminalSecurity(CatchUpTestCase):
             img.create_snapshot('n1')
         source = self.terminal('site-a')[0]
         # (lsrp import wrote the shipment's entry; the operator narrows it.)
-        importer.authorize(self.state_b, shipment, [spec],
-                           peers=['terminal-elsewhere'])
+        access.authorize(self.state_b, shipment, [spec],
+                         peers=['terminal-elsewhere'])
 
         async def send():
             async with self.serving() as server:
@@ -749,7 +750,7 @@ class TestTerminalSecurity(CatchUpTestCase):
         self.assertIn('terminal %s may not send shipment %s' % (
             source, shipment), str(e.exception))
         self.assertNotIn('n1', self.rbd_cli('site-b', 'snap', 'ls', spec))
-        importer.authorize(self.state_b, shipment, [spec], peers=[source])
+        access.authorize(self.state_b, shipment, [spec], peers=[source])
         self.run_async(send())
         self.assert_same(spec, 'n1')
     """Who may talk to a terminal, and what a bad peer gets."""
@@ -947,7 +948,7 @@ class TestRemoteImport(CatchUpTestCase):
         exporter.consolidate(shipment, 'c1')
         digest = exporter.seal(shipment)
         shutil.rmtree(devs[1])     # lost on the way
-        importer.authorize(self.state_b, shipment, [spec])
+        access.authorize(self.state_b, shipment, [spec])
 
         async def liar():
             # Junk where the image has a hole, and a digest that lies.
