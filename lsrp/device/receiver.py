@@ -31,6 +31,7 @@ from lsrp.device import verify as verify_mod
 from lsrp.device import writer as writer_mod
 from lsrp import digest as digest_mod
 from lsrp import exception
+from lsrp import sink
 
 LOG = logging.getLogger(__name__)
 
@@ -63,15 +64,14 @@ def _protocol(code, reason):
     return exception.ProtocolError(code=code, reason=reason)
 
 
-class DeviceSetSink(object):
+class DeviceSetSink(sink.Sink):
     """Receives the rounds of one image of a declared shipment.
 
-    The same interface as ``lsrp.server.sinks.RbdImageSink``. One stream
-    only: the writer needs the image's blocks in offset order.
+    One stream only: the writer needs the image's blocks in offset order.
+    No group commits: a manifest version is one already.
     """
 
     parallel_streams = False
-    prepared = None   # no group commits: a manifest version is one already
     # Progress is the journal on disk: nothing to keep in memory for a
     # resume, and the shipment's lock is let go at once.
     durable_progress = True

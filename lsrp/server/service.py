@@ -26,6 +26,7 @@ from lsrp.protocol import sessions as sessions_mod
 from lsrp.server import groups as groups_mod
 from lsrp.server import names
 from lsrp.server import sinks
+from lsrp import sink as sink_mod
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
@@ -427,7 +428,8 @@ class PeerHandler(object):
             disk, sink = shared.disk, shared.sink
             digest = frame.body.get('image_digest')
             if 'group' in frame.body:
-                if frame.body.get('final') or not hasattr(sink, 'prepare'):
+                if (frame.body.get('final')
+                        or not isinstance(sink, sink_mod.GroupSink)):
                     raise exception.ProtocolError(
                         code='NOT_ALLOWED', reason='%s: this round cannot '
                         'wait for a group commit' % disk)
@@ -541,19 +543,14 @@ class PeerHandler(object):
                                         'disks': sorted(body['disks'])})
 
     def _new_sink(self, entry, disk, shipment):
-        if entry.get('sink') == 'devices':
-            if self.server.key_store is None:
-                raise exception.ProtocolError(
-                    code='NOT_ALLOWED', reason='this terminal has no key '
-                    'store to write shipment %s with' % shipment)
-            return receiver.DeviceSetSink(
-                self.server.state_dir, self.server.key_store, shipment, disk,
-                self.peer, **self.server.device_options)
-        if self.server.cluster is None:
+        """The sink the shipment's access list names (``lsrp.sink``)."""
+        kind = entry.get('sink') or 'rbd'
+        make = _SINKS.get(kind)
+        if make is None:
             raise exception.ProtocolError(
-                code='NOT_ALLOWED', reason='this terminal writes devices '
-                'only ([server] rbd_sink is off): no image %s here' % disk)
-        return sinks.RbdImageSink(self.server.cluster, disk, shipment)
+                code='NOT_ALLOWED', reason='shipment %s sends to a %r sink, '
+                'which this terminal does not have' % (shipment, kind))
+        return make(self.server, disk, shipment, self.peer)
 
     def _shared(self, frame):
         if frame.session not in self.sessions:
@@ -648,6 +645,28 @@ class PeerHandler(object):
         finally:
             if not kept:
                 await self._in_thread(sink.close)
+
+
+def _rbd_sink(server, disk, shipment, peer):
+    if server.cluster is None:
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='this terminal writes devices '
+            'only ([server] rbd_sink is off): no image %s here' % disk)
+    return sinks.RbdImageSink(server.cluster, disk, shipment)
+
+
+def _device_sink(server, disk, shipment, peer):
+    if server.key_store is None:
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='this terminal has no key '
+            'store to write shipment %s with' % shipment)
+    return receiver.DeviceSetSink(server.state_dir, server.key_store,
+                                  shipment, disk, peer,
+                                  **server.device_options)
+
+
+# The kinds of lsrp.sink.IMPLEMENTATIONS, as access lists name them.
+_SINKS = {'rbd': _rbd_sink, 'devices': _device_sink}
 
 
 def _unpack_and_write(sink, disk, body):

@@ -18,11 +18,12 @@ from oslo_log import log as logging
 
 from lsrp import digest as digest_mod
 from lsrp import exception
+from lsrp import sink
 
 LOG = logging.getLogger(__name__)
 
 
-class RbdImageSink(object):
+class RbdImageSink(sink.GroupSink):
     """Applies replication rounds to ``pool/name`` of the local cluster."""
 
     parallel_streams = True     # writes may come in any order
