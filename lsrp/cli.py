@@ -189,7 +189,9 @@ def add_parsers(subparsers):
                    help='The shipment whose seed the destination imported.')
     p.add_argument('--base', required=True, help='The last snapshot both '
                    'sites hold (the seed, or the last round).')
-    p.add_argument('--server', required=True, metavar='HOST:PORT',
+    # (dest: CONF.command.server would be the [server] group's name.)
+    p.add_argument('--server', dest='server_address', required=True,
+                   metavar='HOST:PORT',
                    help='The destination terminal\'s lsrp-server.')
     _peer(p, required=True)
     p.add_argument('--threshold-mib', type=float, default=8,
@@ -437,7 +439,7 @@ def do_import(args):
 
 
 def do_catchup(args):
-    connect = _terminal(args.server, args)
+    connect = _terminal(args.server_address, args)
 
     def report(r):
         print(json.dumps({'event': 'round', 'round': r.round,

@@ -114,6 +114,19 @@ class TestSubcommands(testtools.TestCase):
                                                    action.option_strings
                                                    or action.dest))
 
+    def test_no_argument_is_hidden_by_a_configuration_name(self):
+        # oslo.config answers CONF.command.<dest> with an error when <dest>
+        # is also a group or option of the configuration, and .name with
+        # the command's name.
+        from oslo_log import _options as log_options
+        taken = {'name', 'ceph', 'shipment', 'server', 'sandbox'} | {
+            o.dest for o in log_options.list_opts()[0][1]}
+        for prog in WITH_COMMANDS:
+            for name, parser in subparsers(prog).items():
+                for action in parser._actions:
+                    self.assertNotIn(action.dest, taken, '%s %s %s' % (
+                        prog, name, action.option_strings))
+
     def test_every_option_has_help(self):
         every = (opts.ceph_opts + opts.shipment_opts + opts.server_opts +
                  sandbox_opts.sandbox_opts +
