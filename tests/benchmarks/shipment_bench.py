@@ -198,7 +198,7 @@ class Bench(object):
             'authorize', '--shipment-id', ship, 'vms/' + name]
             + self.devices(ship), check=True, capture_output=True)
         t_name, ca, cert, key = self.sandbox.terminal('site-b')
-        port = 15990
+        port = self.sandbox.port(662)   # the tests' own +600..+999
         server = subprocess.Popen(
             [os.path.join(BIN, 'lsrp-server'), '--name', t_name,
              '--server-port', str(port), '--tls-ca', ca,
