@@ -17,11 +17,11 @@ import uuid
 from oslo_log import log as logging
 import zstandard
 
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp.protocol import connection as connection_mod
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
-from lsrp.rbd import digest as digest_mod
 from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)

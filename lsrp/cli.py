@@ -22,7 +22,9 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp import access
 from lsrp import catchup
+from lsrp import cmdline
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import importer as importer_mod
@@ -43,6 +45,8 @@ EXIT_OK, EXIT_ERROR, EXIT_VERIFY = 0, 2, 3
 # What a peer answers when the bytes (or the snapshot to start from) are not
 # the ones the source has: a verification failure, like a local one.
 REMOTE_VERIFY_CODES = ('DIGEST_MISMATCH', 'BASE_DIFFERS')
+EXIT_CODES = ('Exit codes: 0 done, 3 verification failed (damaged or altered '
+              'data, wrong digest), 2 any other error.')
 M_ARENA_MAX = -8
 
 
@@ -59,15 +63,44 @@ def limit_malloc_arenas(arenas=2):
         pass  # not glibc: nothing to tune
 
 
-def _ceph_args(parser):
-    parser.add_argument('--ceph-conf', help='Ceph conf of the local site '
-                        '(default: [ceph] conf_file).')
-    parser.add_argument('--keyring', help='cephx keyring (default: [ceph] '
-                        'keyring).')
-    parser.add_argument('--site', help='Site name for messages (default: '
-                        '[ceph] site_name).')
-    parser.add_argument('--op-timeout', type=int, help='Seconds before a '
-                        'Ceph operation fails (default: [ceph] op_timeout).')
+COMMAND_LIST = [
+    cmdline.Command(
+        'export', 'Export images at a snapshot onto a new device set.',
+        'lsrp export --ceph-conf /etc/ceph/ceph.conf --snapshot fedex-base '
+        '--create-snapshot --shipment-id ship1 --device /mnt/usb0 '
+        '--device /mnt/usb1 --device /mnt/usb2 vms/disk0 vms/disk1'),
+    cmdline.Command(
+        'consolidate', 'Append the changes up to a newer snapshot to the '
+        'devices of a shipment.',
+        'lsrp consolidate --shipment-id ship1 --snapshot fedex-c1 '
+        '--create-snapshot'),
+    cmdline.Command(
+        'seal', 'Write the final manifest and print its digest for the '
+        'receiver.', 'lsrp seal --shipment-id ship1'),
+    cmdline.Command(
+        'verify', 'Check a device set without importing it.',
+        'lsrp verify --device /mnt/usb0 --device /mnt/usb1 --device '
+        '/mnt/usb2 --expect-digest DIGEST'),
+    cmdline.Command(
+        'show', 'Show what a device set holds.',
+        'lsrp show --device /mnt/usb0 --device /mnt/usb1 --device /mnt/usb2'),
+    cmdline.Command(
+        'authorize', 'Let this terminal\'s lsrp-server accept images of a '
+        'shipment, or write them onto devices here.',
+        'lsrp authorize --shipment-id ship1 --peer terminal-site-a '
+        'vms/disk0 vms/disk1'),
+    cmdline.Command(
+        'import', 'Import a sealed device set into the local cluster, '
+        'verified.',
+        'lsrp import --ceph-conf /etc/ceph/ceph.conf --expect-digest DIGEST '
+        '--device /mnt/usb0 --device /mnt/usb1 --device /mnt/usb2'),
+    cmdline.Command(
+        'catchup', 'Send the changes since the seed to the destination '
+        'terminal, round after round, until they fit a threshold.',
+        'lsrp catchup --shipment-id ship1 --base fedex-c1 --server '
+        '10.0.0.2:15500 --server-name terminal-site-b vms/disk0 vms/disk1'),
+]
+_BY_NAME = {c.name: c for c in COMMAND_LIST}
 
 
 def _devices(parser, required=True):
@@ -83,97 +116,118 @@ def _progress(parser):
                         'none otherwise).')
 
 
+def _peer(parser, required=False):
+    parser.add_argument('--server-name', required=required,
+                        help='The name of the terminal at the other end, as '
+                        'in its certificate.')
+    cmdline.add_setting_flags(parser, cmdline.TERMINAL_FLAGS)
+
+
 def _remote(parser, what):
     parser.add_argument('--remote', metavar='HOST:PORT', help=what)
-    parser.add_argument('--server-name', help='With --remote: the name in '
-                        'its certificate.')
-    parser.add_argument('--tls-ca')
-    parser.add_argument('--tls-cert')
-    parser.add_argument('--tls-key')
-    parser.add_argument('--name', default='terminal', help='This '
-                        'terminal\'s name.')
+    _peer(parser)
+
+
+def _command(subparsers, name, description=None):
+    return cmdline.add_command(subparsers, 'lsrp', _BY_NAME[name],
+                               description)
 
 
 def add_parsers(subparsers):
-    p = subparsers.add_parser('export', help='Export images at a snapshot '
-                              'onto a new device set.')
-    p.add_argument('images', nargs='+', metavar='POOL/IMAGE')
+    p = _command(subparsers, 'export', 'Export images at a snapshot onto a '
+                 'new device set: deduplicated, compressed, encrypted with '
+                 'a key that stays in this terminal\'s key store, with '
+                 'parity. Running it again after a crash continues.')
+    p.add_argument('images', nargs='+', metavar='POOL/IMAGE',
+                   help='The images to export, at --snapshot.')
     _remote(p, 'Send the images to the lsrp-server of the terminal the '
             'devices are plugged into (declared there with "lsrp authorize '
             '--device"), instead of writing local devices.')
-    p.add_argument('--snapshot', required=True)
+    p.add_argument('--snapshot', required=True,
+                   help='The snapshot of every image to export.')
     p.add_argument('--create-snapshot', action='store_true',
                    help='Take the snapshot on every image first (pause the '
                    'writers for a consistent set).')
-    p.add_argument('--shipment-id')
+    p.add_argument('--shipment-id', help='Name of the shipment (default: a '
+                   'new one, printed).')
     p.add_argument('--parity', type=int, help='Devices that may be lost '
                    '(default 1 with 3 or more devices, else 0).')
-    p.add_argument('--chunk-size', type=int)
+    p.add_argument('--chunk-size', type=int, help='Bytes per deduplicated '
+                   'chunk (default: [shipment] chunk_size).')
     _devices(p, required=False)
-    _ceph_args(p)
+    cmdline.add_setting_flags(p, cmdline.CEPH_FLAGS)
     _progress(p)
 
-    p = subparsers.add_parser('consolidate', help='Append the changes up to '
-                              'a newer snapshot to the devices.')
-    p.add_argument('--shipment-id', required=True)
-    p.add_argument('--snapshot', required=True)
-    p.add_argument('--create-snapshot', action='store_true')
+    p = _command(subparsers, 'consolidate')
+    p.add_argument('--shipment-id', required=True,
+                   help='The shipment whose devices get the changes.')
+    p.add_argument('--snapshot', required=True,
+                   help='The newer snapshot of every image.')
+    p.add_argument('--create-snapshot', action='store_true',
+                   help='Take the snapshot on every image first.')
     p.add_argument('images', nargs='*', metavar='POOL/IMAGE', help='With '
                    '--remote: the images of the shipment.')
     _remote(p, 'The terminal the devices are plugged into (see export).')
-    _ceph_args(p)
+    cmdline.add_setting_flags(p, cmdline.CEPH_FLAGS)
     _progress(p)
 
-    p = subparsers.add_parser('seal', help='Write the final manifest and '
-                              'print its digest for the receiver.')
-    p.add_argument('--shipment-id', required=True)
+    p = _command(subparsers, 'seal', 'Write the final manifest onto the '
+                 'devices and print its digest: give it to the receiver '
+                 'by another way than the devices, for "lsrp import '
+                 '--expect-digest".')
+    p.add_argument('--shipment-id', required=True,
+                   help='The shipment to seal.')
 
-    for name, text in (('verify', 'Check a device set without importing.'),
-                       ('show', 'Show what a device set holds.')):
-        p = subparsers.add_parser(name, help=text)
+    for name in ('verify', 'show'):
+        p = _command(subparsers, name)
         _devices(p)
-        p.add_argument('--expect-digest')
+        p.add_argument('--expect-digest', help='The digest printed by seal '
+                       'at the sending site.')
 
-    p = subparsers.add_parser('catchup', help='Send the changes since the '
-                              'seed to the destination terminal, round '
-                              'after round, until they fit the threshold.')
-    p.add_argument('disks', nargs='+', metavar='POOL/IMAGE')
-    p.add_argument('--shipment-id', required=True)
+    p = _command(subparsers, 'catchup', 'Send the changes since the seed to '
+                 'the destination terminal over LSRP (mutual TLS), round '
+                 'after round, until the next round fits the threshold. '
+                 'Prints one JSON line per round.')
+    p.add_argument('disks', nargs='+', metavar='POOL/IMAGE',
+                   help='The images of the shipment to catch up.')
+    p.add_argument('--shipment-id', required=True,
+                   help='The shipment whose seed the destination imported.')
     p.add_argument('--base', required=True, help='The last snapshot both '
                    'sites hold (the seed, or the last round).')
-    p.add_argument('--server', required=True, metavar='HOST:PORT')
-    p.add_argument('--server-name', required=True, help='The destination '
-                   'terminal\'s name, as in its certificate.')
-    p.add_argument('--tls-ca', required=True)
-    p.add_argument('--tls-cert', required=True)
-    p.add_argument('--tls-key', required=True)
-    p.add_argument('--name', default='terminal', help='This terminal\'s '
-                   'name.')
+    # (dest: CONF.command.server would be the [server] group's name.)
+    p.add_argument('--server', dest='server_address', required=True,
+                   metavar='HOST:PORT',
+                   help='The destination terminal\'s lsrp-server.')
+    _peer(p, required=True)
     p.add_argument('--threshold-mib', type=float, default=8,
                    help='Stop when the next round would send at most this.')
     p.add_argument('--threshold-seconds', type=float,
                    help='Or when it would take at most this long at the '
                    'rate the last round reached.')
-    p.add_argument('--max-rounds', type=int, default=10)
+    p.add_argument('--max-rounds', type=int, default=10,
+                   help='Give up after this many rounds.')
     p.add_argument('--retries', type=int, default=3, help='Times a round '
                    'whose connections were lost is resumed (from the offset '
                    'the destination acknowledged) before giving up.')
     p.add_argument('--rate-limit-mib', type=float, default=0,
                    help='Cap in MiB/s over all streams (0: none).')
-    p.add_argument('--no-dedup', action='store_true')
+    p.add_argument('--no-dedup', action='store_true',
+                   help='Send changed blocks without asking first whether '
+                   'the destination has them.')
     p.add_argument('--streams', type=int, default=2,
                    help='TCP connections per disk.')
     p.add_argument('--verify', action='store_true', help='Check the whole '
                    'image digest at the destination after the last round.')
-    _ceph_args(p)
+    cmdline.add_setting_flags(p, cmdline.CEPH_FLAGS)
 
-    p = subparsers.add_parser('authorize', help='Let this terminal\'s '
-                              'lsrp-server accept these images of a '
-                              'shipment (a remote import, catch-up), or, '
-                              'with --device, write them onto these devices '
-                              '(a remote export).')
-    p.add_argument('--shipment-id', required=True)
-    p.add_argument('images', nargs='+', metavar='POOL/IMAGE')
+    p = _command(subparsers, 'authorize', 'Let this terminal\'s '
+                 'lsrp-server accept these images of a shipment (a remote '
+                 'import, catch-up), or, with --device, write them onto these '
+                 'devices (a remote export).')
+    p.add_argument('--shipment-id', required=True,
+                   help='The shipment the images belong to.')
+    p.add_argument('images', nargs='+', metavar='POOL/IMAGE',
+                   help='The images peers may send.')
     _devices(p, required=False)
     p.add_argument('--parity', type=int, help='With --device: devices that '
                    'may be lost (default 1 with 3 or more devices, else 0).')
@@ -181,8 +235,10 @@ def add_parsers(subparsers):
                    help='Only this terminal (its certificate name) may send '
                    'them; repeat for more. Default: any terminal of the CA.')
 
-    p = subparsers.add_parser('import', help='Import a sealed device set '
-                              'into the local cluster, verified.')
+    p = _command(subparsers, 'import', 'Import a sealed device set into the '
+                 'local cluster: every image is written under a staging '
+                 'name, checked against the manifest\'s digests, then '
+                 'renamed.')
     _devices(p)
     p.add_argument('--expect-digest', help='The digest printed by seal at '
                    'the sending site.')
@@ -199,21 +255,17 @@ def add_parsers(subparsers):
                    'and check its digest (default: [shipment] '
                    'import_readback; what is written is always checked as '
                    'it is written).')
-    _ceph_args(p)
+    cmdline.add_setting_flags(p, cmdline.CEPH_FLAGS)
     _progress(p)
 
 
 def _cluster(args):
     c = CONF.ceph
-    return Cluster(args.ceph_conf or c.conf_file,
-                   args.keyring or c.keyring, client=c.client_name,
-                   site=args.site or c.site_name,
-                   connect_timeout=c.connect_timeout,
+    return Cluster(c.conf_file, c.keyring, client=c.client_name,
+                   site=c.site_name, connect_timeout=c.connect_timeout,
                    # We write and read in large pieces and flush ourselves:
                    # librbd's cache would only add memory and copies.
-                   options={'rbd_cache': 'false'},
-                   op_timeout=(args.op_timeout if args.op_timeout is not None
-                               else c.op_timeout))
+                   options={'rbd_cache': 'false'}, op_timeout=c.op_timeout)
 
 
 def _progress_for(args):
@@ -335,20 +387,21 @@ def do_show(args):
 
 def _terminal(address, args):
     """An async factory of connections to the terminal at HOST:PORT."""
+    t = CONF.server
     missing = [flag for flag, value in (
-        ('--server-name', args.server_name), ('--tls-ca', args.tls_ca),
-        ('--tls-cert', args.tls_cert), ('--tls-key', args.tls_key))
+        ('--server-name', args.server_name), ('--tls-ca', t.tls_ca),
+        ('--tls-cert', t.tls_cert), ('--tls-key', t.tls_key))
         if not value]
     if missing:
         raise exception.FedexException(
             'talking to the terminal at %s needs %s'
             % (address, ', '.join(missing)))
     host, port = address.rsplit(':', 1)
-    context = tls.client_context(args.tls_ca, args.tls_cert, args.tls_key)
+    context = tls.client_context(t.tls_ca, t.tls_cert, t.tls_key)
 
     async def connect():
         return await catchup.TerminalClient(
-            host, int(port), context, args.server_name, args.name).connect()
+            host, int(port), context, args.server_name, t.name).connect()
     return connect
 
 
@@ -362,8 +415,8 @@ def do_authorize(args):
             ', '.join(args.images), args.shipment_id,
             ', '.join(args.devices)))
         return
-    importer_mod.authorize(CONF.shipment.state_dir, args.shipment_id,
-                           args.images, peers=args.peers)
+    access.authorize(CONF.shipment.state_dir, args.shipment_id,
+                     args.images, peers=args.peers)
     print('authorized: %s for %s' % (', '.join(args.images),
                                      args.shipment_id))
 
@@ -398,7 +451,7 @@ def do_import(args):
 
 
 def do_catchup(args):
-    connect = _terminal(args.server, args)
+    connect = _terminal(args.server_address, args)
 
     def report(r):
         print(json.dumps({'event': 'round', 'round': r.round,
@@ -435,20 +488,24 @@ COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
 
 def main(argv=None):
     limit_malloc_arenas()
-    logging.register_options(CONF)
+    argv = sys.argv[1:] if argv is None else argv
+    cmdline.register_logging(CONF, argv)
     # stdout carries results (JSON with --progress json): logs go to stderr.
     CONF.set_default('use_stderr', True)
     opts.register_opts(CONF)
+    # This terminal's name and TLS files: [server], as lsrp-server reads them.
+    CONF.register_opts(opts.server_opts, group='server')
     # Shipment options are command-line options too: --shipment-state_dir.
     CONF.register_cli_opts(opts.shipment_opts, group='shipment')
-    CONF.register_cli_opt(cfg.SubCommandOpt(
-        'command', title='Commands', handler=add_parsers,
-        help='What to do.'))
-    CONF(sys.argv[1:] if argv is None else argv, project='lsrp', prog='lsrp',
+    CONF.register_cli_opt(cmdline.subcommand_opt(add_parsers))
+    CONF(cmdline.argv_for_oslo(argv), project='lsrp', prog='lsrp',
+         usage=cmdline.usage('lsrp', '[OPTIONS] COMMAND [ARGS]',
+                             COMMAND_LIST, EXIT_CODES),
          default_config_files=cfg.find_config_files('lsrp'))
     logging.setup(CONF, 'lsrp')
     quiet_terminal_logs()
     args = CONF.command
+    cmdline.apply_settings(CONF, cmdline.SETTING_FLAGS, args)
     return run_command(args)
 
 
@@ -467,6 +524,7 @@ def run_command(args):
     def fail(kind, e, code):
         print('lsrp %s: %s: %s' % (args.name, kind, e), file=sys.stderr)
         return code
+
     try:
         COMMANDS[args.name](args)
     except exception.VerificationFailed as e:

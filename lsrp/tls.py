@@ -17,13 +17,11 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from lsrp import exception
+from lsrp import fileutils
 
 
 def _write(path, data, mode=0o600):
-    fd = os.open(path + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, 'wb') as f:
-        f.write(data)
-    os.replace(path + '.tmp', path)
+    fileutils.write_atomic(path, data, mode)
 
 
 def _key_pem(key):

@@ -18,6 +18,7 @@ import uuid
 
 from lsrp.device import erasure
 from lsrp import exception
+from lsrp import fileutils
 
 FORMAT = 'fedex-device'
 # Version 2: parity by XOR (one parity device) or ISA-L Reed-Solomon
@@ -30,25 +31,6 @@ MANIFEST_RE = re.compile(r'^manifest\.v(\d{6})$')
 
 def manifest_name(version):
     return 'manifest.v%06d' % version
-
-
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path, data):
-    """Write a file so that it is either whole or absent, even after a crash."""
-    tmp = path + '.tmp'
-    with open(tmp, 'wb') as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path))
 
 
 def read_label(path):
@@ -124,8 +106,8 @@ class DeviceSet(object):
                          'erasure_code': erasure.code_for(m),
                          'key_check': key_check}
                 try:
-                    write_atomic(os.path.join(path, LABEL),
-                                 json.dumps(label, indent=1).encode())
+                    fileutils.write_atomic(os.path.join(path, LABEL),
+                                           json.dumps(label, indent=1))
                 except OSError as e:
                     raise cls._os_error(shipment_id, path, e)
             labels[path] = label
@@ -257,7 +239,8 @@ class DeviceSet(object):
     def write_manifest(self, version, blob):
         for index, path in sorted(self.paths.items()):
             try:
-                write_atomic(os.path.join(path, manifest_name(version)), blob)
+                fileutils.write_atomic(
+                    os.path.join(path, manifest_name(version)), blob)
             except OSError as e:
                 raise self._os_error(self.shipment_id, path, e)
 

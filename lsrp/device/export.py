@@ -16,9 +16,9 @@ from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import record as record_mod
 from lsrp.device import writer as writer_mod
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
-from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ class Exporter(object):
         manifest.data['sealed'] = True
         manifest.data['version'] += 1
         blob = manifest.to_blob(crypto)
-        digest = manifest_mod.blob_digest(blob)
+        digest = digest_mod.manifest_digest(blob)
         # Record the digest first: a crash between the two leaves a record
         # that names a manifest that is then written by the next seal.
         rec.update(state='sealing', manifest_digest=digest)

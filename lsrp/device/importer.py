@@ -19,20 +19,21 @@ stale journal, and that image starts over.
 import collections
 import concurrent.futures
 import fcntl
-import json
 import os
 
 from oslo_log import log as logging
 
+from lsrp import access
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
 from lsrp.device import journal as journal_mod
 from lsrp.device import layers as layers_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
-from lsrp.rbd import digest as digest_mod
+from lsrp import digest as digest_mod
 from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)
@@ -52,35 +53,12 @@ def open_shipment(devices, key_store, expect_digest=None):
     crypto = export_mod.open_crypto(devset, key_store)
     manifest, blob = export_mod.load_manifest(devset, crypto)
     if expect_digest:
-        actual = manifest_mod.blob_digest(blob)
+        actual = digest_mod.manifest_digest(blob)
         if actual != expect_digest:
             raise exception.ManifestDigestMismatch(
                 shipment=devset.shipment_id, actual=actual,
                 expected=expect_digest)
     return devset, crypto, manifest
-
-
-def authorize(state_dir, shipment_id, images, source=None, sink='rbd',
-              peers=None):
-    """Let lsrp-server accept sessions for these images of a shipment.
-
-    ``sink``: where their rounds go: ``rbd`` (the images, on this site's
-    cluster) or ``devices`` (the shipment's device set, see receiver).
-    ``peers``: the only terminals (certificate names) that may send them;
-    None keeps the ones given before (none given: any terminal of the
-    deployment's CA).
-    """
-    path = os.path.join(state_dir, shipment_id, 'authorized.json')
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if peers is None:
-        try:
-            with open(path) as f:
-                peers = json.load(f).get('peers')
-        except (OSError, ValueError):
-            pass
-    deviceset_mod.write_atomic(path, json.dumps(
-        {'images': sorted(images), 'source': source, 'sink': sink,
-         'peers': sorted(peers) if peers else None}).encode())
 
 
 def write_groups(runs):
@@ -150,8 +128,8 @@ class Importer(object):
             results = [self._import_image(i, img)
                        for i, img in enumerate(manifest.images)]
             # This terminal now accepts catch-up rounds for these images.
-            authorize(self.state_dir, manifest.shipment_id, results,
-                      manifest.data['source'])
+            access.authorize(self.state_dir, manifest.shipment_id, results,
+                             manifest.data['source'])
         finally:
             self.reader.close()
             self.journal.close()

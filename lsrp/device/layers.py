@@ -9,7 +9,7 @@ to check an image's digest without reading the image from Ceph.
 import bisect
 
 from lsrp.device import manifest as manifest_mod
-from lsrp.rbd import digest as digest_mod
+from lsrp import digest as digest_mod
 
 
 def overlay(segments, runs):

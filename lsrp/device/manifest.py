@@ -7,7 +7,6 @@ the exact final version for the receiver. Layout of the JSON: see
 ``doc/source/device-format.rst``.
 """
 
-import hashlib
 import json
 import struct
 import time
@@ -102,7 +101,3 @@ class Manifest(object):
             raise exception.ManifestTampered(shipment=crypto.shipment_id,
                                              device=where)
         return cls(data)
-
-
-def blob_digest(blob):
-    return hashlib.sha256(blob).hexdigest()

@@ -20,17 +20,18 @@ import os
 
 from oslo_log import log as logging
 
+from lsrp import access
 from lsrp.device import crypto as crypto_mod
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
-from lsrp.device import importer as importer_mod
 from lsrp.device import layers as layers_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
 from lsrp.device import record as record_mod
 from lsrp.device import writer as writer_mod
+from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
+from lsrp import sink
 
 LOG = logging.getLogger(__name__)
 
@@ -49,29 +50,28 @@ def declare(state_dir, key_store, shipment_id, images, devices, parity=None,
         export_mod.check_same(shipment_id, record.load(), wanted,
                               'declaring again')
         if peers is not None:
-            importer_mod.authorize(state_dir, shipment_id, images,
-                                   sink='devices', peers=peers)
+            access.authorize(state_dir, shipment_id, images,
+                             sink='devices', peers=peers)
         return
     key_store.create(shipment_id)
     record.save(dict(wanted, shipment_id=shipment_id, state='receiving',
                      snapshots=[], versions=[], received={}))
-    importer_mod.authorize(state_dir, shipment_id, images, sink='devices',
-                           peers=peers)
+    access.authorize(state_dir, shipment_id, images, sink='devices',
+                     peers=peers)
 
 
 def _protocol(code, reason):
     return exception.ProtocolError(code=code, reason=reason)
 
 
-class DeviceSetSink(object):
+class DeviceSetSink(sink.Sink):
     """Receives the rounds of one image of a declared shipment.
 
-    The same interface as ``lsrp.server.sinks.RbdImageSink``. One stream
-    only: the writer needs the image's blocks in offset order.
+    One stream only: the writer needs the image's blocks in offset order.
+    No group commits: a manifest version is one already.
     """
 
     parallel_streams = False
-    prepared = None   # no group commits: a manifest version is one already
     # Progress is the journal on disk: nothing to keep in memory for a
     # resume, and the shipment's lock is let go at once.
     durable_progress = True

@@ -8,9 +8,9 @@ seal; ``journal.v<N>`` files hold the progress of each manifest version.
 import json
 import os
 
-from lsrp.device import deviceset
 from lsrp.device import journal
 from lsrp import exception
+from lsrp import fileutils
 
 
 class ShipmentRecord(object):
@@ -35,8 +35,7 @@ class ShipmentRecord(object):
 
     def save(self, data):
         os.makedirs(self.dir, exist_ok=True)
-        deviceset.write_atomic(self.path,
-                               json.dumps(data, indent=1).encode())
+        fileutils.write_atomic(self.path, json.dumps(data, indent=1))
 
     def journal(self, version):
         return journal.Journal(os.path.join(self.dir, 'journal.v%06d'

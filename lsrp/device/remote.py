@@ -18,10 +18,10 @@ from oslo_log import log as logging
 
 from lsrp import catchup
 from lsrp.device import importer as importer_mod
-from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
+from lsrp.device import source as source_mod
+from lsrp import digest as digest_mod
 from lsrp.protocol import messages as m
-from lsrp.rbd import digest as digest_mod
 
 LOG = logging.getLogger(__name__)
 WINDOW = 16
@@ -37,10 +37,10 @@ async def send_device_set(client, devices, key_store, expect_digest=None,
     pool_map = pool_map or {}
     targets = []
     try:
-        for img in manifest.images:
+        for index, img in enumerate(manifest.images):
             disk = '%s/%s' % (pool_map.get(img['pool'], img['pool']),
                               img['name'])
-            await _send_image(client, reader, manifest, img, disk)
+            await _send_image(client, reader, manifest, index, disk)
             targets.append(disk)
     finally:
         reader.close()
@@ -48,49 +48,57 @@ async def send_device_set(client, devices, key_store, expect_digest=None,
     return targets
 
 
-async def _send_image(client, reader, manifest, img, disk):
+async def _send_image(client, reader, manifest, img_index, disk):
+    """Every snapshot of an image, each from the devices' source."""
     conn = client.conn
     session = (await conn.request(m.INIT_SESSION, {
         'disk': disk, 'shipment': manifest.shipment_id}))['session']
+    snapshots = manifest.images[img_index]['snapshots']
     previous = None
-    last = len(img['snapshots']) - 1
-    for index, snap in enumerate(img['snapshots']):
+    for index, snap in enumerate(snapshots):
+        src = source_mod.DeviceSetImage(reader, manifest, img_index, index)
         # The manifest's digests are the identities of its snapshots: the
         # destination proves N-1 with them (doc/source/protocol.rst).
-        start = {'snapshot': snap['name'], 'size': snap['size'],
+        start = {'snapshot': snap['name'], 'size': src.size(),
                  'snapshot_id': 'blake3:' + snap['digest']}
         if previous:
             start.update(from_snapshot=previous['name'],
                          base_id='blake3:' + previous['digest'])
         started = await conn.request(m.REPLICATION_START, start, session)
-        previous = snap
         resume = started['offset']
-        if resume >= snap['size']:
-            continue   # there already, from an earlier run
-        pending = []
-        for group in importer_mod.write_groups(snap['runs']):
-            if group[-1][1] + group[-1][2] <= resume:
-                continue   # acknowledged before the connection was lost
-            if group[0][0] == manifest_mod.ZERO:
-                if index == 0:
-                    continue   # a new image reads as zeros
-                for run in group:
-                    pending.append(await conn.submit(m.REPLICATION_ZERO, {
-                        'offset': run[1], 'length': run[2]}, session))
-            else:
-                spec = '%s@%s' % (disk, snap['name'])
-                data = b''.join(await asyncio.to_thread(
-                    reader.read_many, [(r[3], spec, r[1]) for r in group]))
-                pending.append(await conn.submit(m.REPLICATION_UPDATE, {
-                    'offset': group[0][1], 'data': data,
-                    'digest': digest_mod.block_digest(data)}, session))
-            while len(pending) >= WINDOW:
-                conn.check(await pending.pop(0), m.REPLICATION_UPDATE)
-        for future in pending:
-            conn.check(await future, m.REPLICATION_UPDATE)
-        await conn.request(m.REPLICATION_COMPLETE, {
-            'snapshot': snap['name'], 'image_digest': snap['digest'],
-            'final': index == last}, session)
+        if resume < src.size():   # else there already, from an earlier run
+            # Pieces acknowledged before the connection was lost are left
+            # out; a new image reads as zeros.
+            await _stream(conn, session,
+                          src.changes(previous and previous['name'], resume),
+                          zeros=index > 0)
+            await conn.request(m.REPLICATION_COMPLETE, {
+                'snapshot': snap['name'],
+                'image_digest': src.digest('blake3'),
+                'final': index == len(snapshots) - 1}, session)
+        previous = snap
+
+
+async def _stream(conn, session, changes, zeros):
+    """Send a source's changes, at most WINDOW requests in flight."""
+    done = object()
+    pending = []
+    while True:
+        item = await asyncio.to_thread(next, changes, done)
+        if item is done:
+            break
+        piece, data = item
+        if data is not None:
+            pending.append(await conn.submit(m.REPLICATION_UPDATE, {
+                'offset': piece.offset, 'data': data,
+                'digest': digest_mod.block_digest(data)}, session))
+        elif zeros:
+            pending.append(await conn.submit(m.REPLICATION_ZERO, {
+                'offset': piece.offset, 'length': piece.length}, session))
+        while len(pending) >= WINDOW:
+            conn.check(await pending.pop(0), m.REPLICATION_UPDATE)
+    for future in pending:
+        conn.check(await future, m.REPLICATION_UPDATE)
 
 
 async def send_images(connect, cluster, shipment_id, images, snapshot,

@@ -1,6 +1,6 @@
 """LSRP frames: a fixed header, then a msgpack body.
 
-Header (big endian, 36 bytes)::
+Header (big endian, 32 bytes: ``HEADER_SIZE``)::
 
     magic "LSRP" | version u8 | type u8 | flags u16 | session u64 | seq u64
     | length u32 | crc32 u32

@@ -12,10 +12,10 @@ one connection, several streams of one session).
 """
 
 import json
-import os
 import threading
 
 from lsrp import exception
+from lsrp import fileutils
 
 # States of one disk's replication, and the moves between them.
 IDLE = 'IDLE'
@@ -61,12 +61,7 @@ class SessionRegistry(object):
         self._current = {}   # disk -> (session id, state)
 
     def _save(self):
-        tmp = self.path + '.tmp'
-        with open(tmp, 'w') as f:
-            json.dump({'last': self._last}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        fileutils.write_atomic(self.path, json.dumps({'last': self._last}))
 
     def open(self, disk):
         """Start a new session on ``disk``; the old one becomes stale."""

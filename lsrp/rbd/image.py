@@ -5,11 +5,12 @@ import concurrent.futures
 
 import rbd
 
+from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
 from lsrp.rbd import errors
 from lsrp.rbd import extents as extents_mod
 from lsrp.rbd.extents import Extent
+from lsrp import source
 
 FEATURE_NAMES = {
     rbd.RBD_FEATURE_LAYERING: 'layering',
@@ -51,10 +52,12 @@ _NAMESPACES = {
 EXTENT_WINDOW = 1 << 30
 
 
-class Image(object):
+class Image(source.Source):
     """Wraps ``rbd.Image``; every error names site, pool, image and snapshot.
 
-    Use as a context manager, or call :meth:`close`.
+    Use as a context manager, or call :meth:`close`. Opened at a snapshot it
+    is a ``lsrp.source.Source``: the snapshot, or the delta since an earlier
+    one.
     """
 
     def __init__(self, pool, name, handle, snapshot=None):
@@ -108,6 +111,11 @@ class Image(object):
         return ImageInfo(self.name, st['size'], st['obj_size'], st['order'],
                          features, names, stripe_unit, stripe_count,
                          st['block_name_prefix'], image_id)
+
+    def describe(self):
+        info = self.info()
+        return {'object_size': info.object_size,
+                'features': list(info.feature_names)}
 
     def resize(self, size):
         with self._translate('resize'):
@@ -355,6 +363,11 @@ class Image(object):
         if start:
             pieces = (p for p in pieces if p.offset + p.length > start)
         return self._read_ahead(pieces, workers, window)
+
+    def changes(self, from_snapshot, start=0, chunk_size=4 << 20):
+        """``iter_changes``: the ``lsrp.source.Source`` method."""
+        return self.iter_changes(from_snapshot, chunk_size=chunk_size,
+                                 start=start)
 
     def _read_ahead(self, pieces, workers, window):
         pending = collections.deque()

@@ -17,6 +17,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp import cmdline
 from lsrp import exception
 from lsrp.sandbox import demo as demo_mod
 from lsrp.sandbox import opts
@@ -25,6 +26,9 @@ from lsrp.sandbox import wan
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
+USAGE = ('Two real, independent Ceph clusters on this machine, all state in '
+         '--sandbox-dir (or $FEDEX_SANDBOX_DIR), ports from --sandbox-base_port '
+         '(or $FEDEX_SANDBOX_BASE_PORT).')
 
 
 UP_RESULTS = {'healthy': 'already healthy',
@@ -61,6 +65,11 @@ def do_env(sb):
     for s in sb.sites:
         for key, value in s.env():
             print('export %s=%s' % (key, shlex.quote(value)))
+        # lsrp --config-file $FEDEX_SITE_A_LSRP_CONF ...: that terminal's
+        # name, TLS files, port, Ceph site, state and key directories.
+        print('export FEDEX_%s_LSRP_CONF=%s' % (
+            s.name.upper().replace('-', '_'),
+            shlex.quote(sb.terminal_conf(s.name))))
     return 0
 
 
@@ -81,7 +90,8 @@ def do_destroy(sb):
 def do_wan_up(sb):
     args = CONF.command
     link = wan.Wan(sb.run_dir, sb.wan_number(0))
-    host, port = link.up(args.rate_mbit, args.delay_ms, args.port)
+    host, port = link.up(args.rate_mbit, args.delay_ms,
+                         args.port or sb.terminal_port('site-b'))
     print('WAN: %d Mbit/s, %g ms one way; sources connect to %s:%d, which '
           'forwards to the destination terminal at %s:%d' % (
               args.rate_mbit, args.delay_ms, host, port, link.root_addr,
@@ -114,37 +124,75 @@ def do_wan_down(sb):
 COMMANDS = {'up': do_up, 'status': do_status, 'env': do_env,
             'down': do_down, 'destroy': do_destroy, 'wan-up': do_wan_up,
             'wan-down': do_wan_down, 'demo': do_demo}
+COMMAND_LIST = [
+    cmdline.Command('up', 'Start (or create) site-a and site-b and wait '
+                    'until both are healthy.', 'fedex-sandbox up'),
+    cmdline.Command('status', 'Health, daemons and logs of each site; exit '
+                    'code 1 if one is unhealthy.', 'fedex-sandbox status'),
+    cmdline.Command('env', 'Shell exports of each site\'s conf, keyring and '
+                    'terminal config.', 'eval "$(fedex-sandbox env)"'),
+    cmdline.Command('down', 'Stop the daemons the sandbox started; the data '
+                    'is kept.', 'fedex-sandbox down'),
+    cmdline.Command('destroy', 'Stop everything and remove all state of the '
+                    'sandbox.', 'fedex-sandbox destroy'),
+    cmdline.Command('wan-up', 'Emulate the WAN between the terminals: a '
+                    'rate-capped, delayed link.',
+                    'fedex-sandbox wan-up --rate-mbit 100 --delay-ms 10'),
+    cmdline.Command('wan-down', 'Remove the emulated WAN.',
+                    'fedex-sandbox wan-down'),
+    cmdline.Command('demo', 'Move a writing VM\'s disks from site-a to '
+                    'site-b: seed on devices, catch-up, final round.',
+                    'fedex-sandbox demo --disk-mib 256 --write-rate-mib 1'),
+]
+
+
+def _wan_flags(parser, delay_ms):
+    parser.add_argument('--rate-mbit', type=int, default=100,
+                        help='Rate of the emulated WAN in Mbit/s '
+                        '(default: %(default)s).')
+    parser.add_argument('--delay-ms', type=float, default=delay_ms,
+                        help='One-way delay of the emulated WAN in ms '
+                        '(default: %(default)s).')
 
 
 def add_command_parsers(subparsers):
-    for name, fn in COMMANDS.items():
-        parser = subparsers.add_parser(name, help=fn.__doc__ or name)
-        if name == 'demo':
-            parser.add_argument('--disk-mib', type=int, default=256)
+    for command in COMMAND_LIST:
+        parser = cmdline.add_command(subparsers, 'fedex-sandbox', command)
+        if command.name == 'demo':
+            parser.add_argument('--disk-mib', type=int, default=256,
+                                help='Size of the VM\'s first disk in MiB; '
+                                'the second has half (default: %(default)s).')
             parser.add_argument('--write-rate-mib', type=float, default=1,
-                                help='MiB/s the VM writes during the move.')
-            parser.add_argument('--rate-mbit', type=int, default=100)
-            parser.add_argument('--delay-ms', type=float, default=10)
-            parser.add_argument('--threshold-mib', type=float, default=2)
+                                help='MiB/s the VM writes during the move '
+                                '(default: %(default)s).')
+            _wan_flags(parser, delay_ms=10)
+            parser.add_argument('--threshold-mib', type=float, default=2,
+                                help='Catch-up stops when the next round '
+                                'would send at most this many MiB '
+                                '(default: %(default)s).')
             parser.add_argument('--keep', action='store_true',
                                 help='Keep the demo images and devices.')
-        if name == 'wan-up':
-            parser.add_argument('--rate-mbit', type=int, default=100)
-            parser.add_argument('--delay-ms', type=float, default=0)
-            parser.add_argument('--port', type=int, default=15500)
+        if command.name == 'wan-up':
+            _wan_flags(parser, delay_ms=0)
+            parser.add_argument('--port', type=int,
+                                help='Port of the destination terminal the '
+                                'link forwards to (default: the sandbox\'s '
+                                'site-b terminal port, base port + %d).'
+                                % sandbox_mod.TERMINAL_PORTS['site-b'])
 
 
 def main(argv=None):
-    logging.register_options(CONF)
+    argv = sys.argv[1:] if argv is None else argv
+    cmdline.register_logging(CONF, argv)
     # stdout carries results (JSON with --progress json): logs go to stderr.
     CONF.set_default('use_stderr', True)
-    CONF.register_cli_opt(cfg.SubCommandOpt(
-        'command', title='Commands', handler=add_command_parsers,
-        help='What to do with the sandbox.'))
+    CONF.register_cli_opt(cmdline.subcommand_opt(add_command_parsers))
     # The sandbox options are command-line options: --sandbox-dir etc.
     CONF.register_cli_opts(opts.sandbox_opts, group='sandbox')
-    CONF(sys.argv[1:] if argv is None else argv, project='fedex',
-         prog='fedex-sandbox', default_config_files=[])
+    CONF(cmdline.argv_for_oslo(argv), project='fedex', prog='fedex-sandbox',
+         usage=cmdline.usage('fedex-sandbox', '[OPTIONS] COMMAND [ARGS]',
+                             COMMAND_LIST, USAGE),
+         default_config_files=[])
     logging.setup(CONF, 'fedex-sandbox')
     sb = sandbox_mod.Sandbox.from_conf(CONF)
     try:

@@ -28,12 +28,12 @@ from lsrp.device import export
 from lsrp.device import importer
 from lsrp.device import keystore
 from lsrp.rbd import Cluster
+from lsrp.sandbox import sandbox as sandbox_mod
 from lsrp.sandbox import wan
 from lsrp.server import service
 from lsrp import tls
 
 MiB = 1 << 20
-DEMO_PORT = 15520
 
 
 class Writer(threading.Thread):
@@ -179,7 +179,8 @@ class Demo(object):
         self._phase('import', begin)
 
         # WAN catch-up while the VM keeps writing.
-        host, port = self.link.up(self.rate_mbit, self.delay_ms, DEMO_PORT)
+        host, port = self.link.up(self.rate_mbit, self.delay_ms,
+                                  self.sb.port(sandbox_mod.DEMO_PORT))
         name, ca, cert, key = self.sb.terminal('site-b')
         a_name, a_ca, a_cert, a_key = self.sb.terminal('site-a')
         client_ctx = tls.client_context(a_ca, a_cert, a_key)
@@ -200,7 +201,7 @@ class Demo(object):
         async def catch_up_and_cut_over():
             server = service.TerminalServer(
                 name, self.cb, state_b, tls.server_context(ca, cert, key),
-                self.link.root_addr, DEMO_PORT)
+                self.link.root_addr, port)
             await server.start()
             try:
                 engine = catchup.CatchUp(

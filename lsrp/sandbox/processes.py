@@ -13,6 +13,7 @@ import time
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp import fileutils
 
 LOG = logging.getLogger(__name__)
 
@@ -150,10 +151,7 @@ class Daemon(object):
                 stderr=subprocess.STDOUT, start_new_session=True,
                 close_fds=True)
         _CHILDREN[proc.pid] = proc
-        tmp = self.pidfile + '.tmp'
-        with open(tmp, 'w') as f:
-            f.write('%d\n' % proc.pid)
-        os.replace(tmp, self.pidfile)
+        fileutils.write_atomic(self.pidfile, '%d\n' % proc.pid)
         LOG.debug('%s: started %s as pid %d', self.site, self.name, proc.pid)
         return proc.pid
 

@@ -11,11 +11,15 @@ import time
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp import fileutils
 from lsrp.sandbox import opts as opts_mod
 from lsrp.sandbox import site as site_mod
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
+# Port offsets of each site's terminal (lsrp-server) in the sandbox's range.
+TERMINAL_PORTS = {'site-a': 300, 'site-b': 301}
+DEMO_PORT = 302
 
 
 class Sandbox(object):
@@ -42,6 +46,39 @@ class Sandbox(object):
                 os.path.join(self.pki, name + '.pem'),
                 os.path.join(self.pki, name + '.key'))
 
+    def terminal_dir(self, site):
+        """Everything of a site's terminal: lsrp.conf, state/, keys/."""
+        return os.path.join(self.root, 'terminals', site)
+
+    def terminal_conf(self, site):
+        """The lsrp.conf of a site's terminal, for lsrp and lsrp-server."""
+        return os.path.join(self.terminal_dir(site), 'lsrp.conf')
+
+    def terminal_port(self, site):
+        return self.port(TERMINAL_PORTS[site])
+
+    def _write_terminal_confs(self):
+        """Each terminal's own state and key directories, and its conf.
+
+        Two terminals on one machine must never share a state directory
+        (sessions, journals, group commits) or a key store: with the
+        package defaults both would use /var/lib/lsrp.
+        """
+        for s in self.sites:
+            top = self.terminal_dir(s.name)
+            for sub in ('state', 'keys'):
+                os.makedirs(os.path.join(top, sub), mode=0o700,
+                            exist_ok=True)
+            name, ca, cert, key = self.terminal(s.name)
+            text = ('[ceph]\nsite_name = %s\nconf_file = %s\nkeyring = %s\n'
+                    '\n[shipment]\nstate_dir = %s\nkey_dir = %s\n\n'
+                    '[server]\nname = %s\nhost = 127.0.0.1\nport = %d\n'
+                    'tls_ca = %s\ntls_cert = %s\ntls_key = %s\n' % (
+                        s.name, s.conf, s.keyring, os.path.join(top, 'state'),
+                        os.path.join(top, 'keys'), name,
+                        self.terminal_port(s.name), ca, cert, key))
+            fileutils.write_atomic(self.terminal_conf(s.name), text)
+
     def _make_pki(self):
         """A CA and a certificate for each site's terminal, once."""
         if os.path.exists(os.path.join(self.pki, 'ca.pem')):
@@ -64,10 +101,8 @@ class Sandbox(object):
 
     def _remember(self):
         """Record the base port for later commands on this directory."""
-        path = os.path.join(self.root, 'sandbox.json')
-        with open(path + '.tmp', 'w') as f:
-            json.dump({'base_port': self.base_port}, f)
-        os.replace(path + '.tmp', path)
+        fileutils.write_atomic(os.path.join(self.root, 'sandbox.json'),
+                               json.dumps({'base_port': self.base_port}))
 
     def port(self, offset):
         """A port of this sandbox's own range (offset < PORT_SPAN)."""
@@ -139,6 +174,7 @@ class Sandbox(object):
                 s.preflight()
             self._make_pki()
             self._remember()
+            self._write_terminal_confs()
             begin = time.monotonic()
             deadline = begin + self.start_timeout
 

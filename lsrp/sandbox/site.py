@@ -21,6 +21,7 @@ import uuid
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp import fileutils
 from lsrp.sandbox import processes
 
 LOG = logging.getLogger(__name__)
@@ -148,12 +149,7 @@ class SandboxSite(object):
             return None
 
     def _save_state(self, state):
-        tmp = self.state_file + '.tmp'
-        with open(tmp, 'w') as f:
-            json.dump(state, f, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.state_file)
+        fileutils.write_atomic(self.state_file, json.dumps(state, indent=2))
 
     @property
     def bootstrapped(self):
@@ -187,10 +183,7 @@ class SandboxSite(object):
             name=self.name, fsid=fsid, dir=self.dir, mon_v2=self.mon_v2,
             mon_v1=self.mon_v1, bind_min=self.bind_min,
             bind_max=self.bind_max, pg_num=PG_NUM, osd_size=self.osd_size)
-        tmp = self.conf + '.tmp'
-        with open(tmp, 'w') as f:
-            f.write(text)
-        os.replace(tmp, self.conf)
+        fileutils.write_atomic(self.conf, text)
 
     # --- commands --------------------------------------------------------
 

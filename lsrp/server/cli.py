@@ -19,6 +19,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp import cmdline
 from lsrp.device import keystore
 from lsrp import exception
 from lsrp import opts
@@ -28,6 +29,12 @@ from lsrp import tls
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
+USAGE = ('The terminal daemon: serves LSRP over mutual TLS into the local '
+         'cluster and onto the devices of shipments declared here (lsrp '
+         'authorize). Options come from /etc/lsrp/lsrp.conf (or '
+         '--config-file), the flags below override them. Stops cleanly on '
+         'SIGTERM. Example: lsrp-server --config-file /etc/lsrp/lsrp.conf '
+         '--name terminal-site-b --server-host 10.0.0.2')
 
 
 async def serve(conf):
@@ -66,14 +73,35 @@ def main(argv=None):
         ctypes.CDLL('libc.so.6').mallopt(-8, 2)  # see lsrp.cli
     except (OSError, AttributeError):
         pass
-    logging.register_options(CONF)
+    argv = sys.argv[1:] if argv is None else argv
+    cmdline.register_logging(CONF, argv)
     CONF.set_default('use_stderr', True)
-    CONF.register_cli_opts(opts.server_opts, group='server')
-    CONF.register_cli_opts(opts.ceph_opts, group='ceph')
-    CONF.register_cli_opts(opts.shipment_opts, group='shipment')
-    CONF(sys.argv[1:] if argv is None else argv, project='lsrp',
-         prog='lsrp-server',
+    # Settings lsrp takes too have lsrp's spelling (--ceph-conf, --tls-ca,
+    # --name...); the others are --server-port, --shipment-state_dir...
+    spelled = {(f.group, f.option) for f in cmdline.SETTING_FLAGS}
+    for group, group_opts in (('server', opts.server_opts),
+                              ('ceph', opts.ceph_opts),
+                              ('shipment', opts.shipment_opts)):
+        CONF.register_opts([o for o in group_opts
+                            if (group, o.name) in spelled], group=group)
+        # (oslo.config's --server-norbd_sink would say "The inverse of
+        # --rbd_sink", a flag that does not exist: --devices-only instead.)
+        cli = [o for o in group_opts if (group, o.name) not in spelled
+               and group != 'ceph' and o.name != 'rbd_sink']
+        CONF.register_cli_opts(cli, group=group)
+        CONF.register_opts([o for o in group_opts if o not in cli
+                            and (group, o.name) not in spelled], group=group)
+    CONF.register_cli_opts(cmdline.setting_cli_opts(cmdline.SETTING_FLAGS))
+    CONF.register_cli_opt(cfg.BoolOpt(
+        'devices-only', dest='cli_devices_only', default=False,
+        help='Write only the devices plugged into this terminal; no Ceph '
+        'cluster is needed (sets [server] rbd_sink false).'))
+    CONF(cmdline.argv_for_oslo(argv), project='lsrp', prog='lsrp-server',
+         usage=cmdline.usage('lsrp-server', '[OPTIONS]', epilog=USAGE),
          default_config_files=cfg.find_config_files('lsrp'))
+    cmdline.apply_cli_settings(CONF, cmdline.SETTING_FLAGS)
+    if CONF.cli_devices_only:
+        CONF.set_override('rbd_sink', False, group='server')
     logging.setup(CONF, 'lsrp-server')
     try:
         asyncio.run(serve(CONF))

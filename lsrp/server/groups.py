@@ -23,7 +23,7 @@ import os
 
 from oslo_log import log as logging
 
-from lsrp.device import deviceset
+from lsrp import fileutils
 from lsrp.rbd import snaprecord
 from lsrp.server import names
 
@@ -40,9 +40,9 @@ class GroupLog(object):
 
     def _save(self, group, snapshot, disks, state, sources=None):
         os.makedirs(self.dir, exist_ok=True)
-        deviceset.write_atomic(self._path(group), json.dumps({
+        fileutils.write_atomic(self._path(group), json.dumps({
             'snapshot': snapshot, 'disks': sorted(disks),
-            'state': state, 'sources': sources or {}}).encode())
+            'state': state, 'sources': sources or {}}))
 
     def prepare(self, group, snapshot, disks):
         self._save(group, snapshot, disks, 'prepared')

@@ -13,8 +13,8 @@ import os
 
 from oslo_log import log as logging
 
-from lsrp.device import deviceset
 from lsrp import exception
+from lsrp import fileutils
 
 LOG = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class InFlight(object):
 
     def begin(self, disk, base, snapshot):
         os.makedirs(self.dir, exist_ok=True)
-        deviceset.write_atomic(self._path(disk), json.dumps({
+        fileutils.write_atomic(self._path(disk), json.dumps({
             'disk': disk, 'base': base, 'snapshot': snapshot}).encode())
 
     def end(self, disk):

@@ -9,7 +9,6 @@ frame and the connection is closed; other connections are not affected.
 
 import asyncio
 import collections
-import json
 import os
 import ssl
 import threading
@@ -17,17 +16,19 @@ import threading
 from oslo_log import log as logging
 import zstandard
 
+from lsrp import access
 from lsrp.device import receiver
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp.protocol import connection as connection_mod
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
 from lsrp.protocol import sessions as sessions_mod
-from lsrp.rbd import digest as digest_mod
 from lsrp.server import groups as groups_mod
 from lsrp.server import inflight as inflight_mod
 from lsrp.server import names
 from lsrp.server import sinks
+from lsrp import sink as sink_mod
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
@@ -45,33 +46,6 @@ _START = (m.REPLICATION_START, m.DELTA_CONSOLIDATION_START)
 _COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
 # A round in these states has changed the image and has no snapshot N yet.
 _UNDER_WAY = (sessions_mod.REPLICATING, sessions_mod.PREPARED)
-
-
-def authorize(state_dir, shipment, disk, peer):
-    """The shipment's entry if ``peer`` may write ``disk``, one of its images.
-
-    Known images: imported here, or declared to be received on devices here;
-    and when the shipment names its peers, ``peer`` must be one. Else raise
-    NOT_ALLOWED.
-    """
-    path = os.path.join(state_dir, shipment, 'authorized.json')
-    try:
-        with open(path) as f:
-            entry = json.load(f)
-        allowed = entry['images']
-    except (OSError, ValueError, KeyError):
-        raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='shipment %s is not known here' %
-            shipment)
-    if disk not in allowed:
-        raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='%s is not an image of shipment %s'
-            % (disk, shipment))
-    if entry.get('peers') and peer not in entry['peers']:
-        raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='terminal %s may not send shipment %s'
-            ' (only %s)' % (peer, shipment, ', '.join(entry['peers'])))
-    return entry
 
 
 class SharedSession(object):
@@ -498,7 +472,8 @@ class PeerHandler(object):
             disk, sink = shared.disk, shared.sink
             digest = frame.body.get('image_digest')
             if 'group' in frame.body:
-                if frame.body.get('final') or not hasattr(sink, 'prepare'):
+                if (frame.body.get('final')
+                        or not isinstance(sink, sink_mod.GroupSink)):
                     raise exception.ProtocolError(
                         code='NOT_ALLOWED', reason='%s: this round cannot '
                         'wait for a group commit' % disk)
@@ -526,7 +501,8 @@ class PeerHandler(object):
 
     async def _init_session(self, frame):
         disk, shipment = frame.body['disk'], frame.body['shipment']
-        entry = authorize(self.server.state_dir, shipment, disk, self.peer)
+        entry = access.check(self.server.state_dir, shipment, disk,
+                             self.peer)
         if 'attach' in frame.body:
             session = frame.body['attach']
             shared = self.server.shared.get(session)
@@ -611,20 +587,14 @@ class PeerHandler(object):
                                         'disks': sorted(body['disks'])})
 
     def _new_sink(self, entry, disk, shipment):
-        if entry.get('sink') == 'devices':
-            if self.server.key_store is None:
-                raise exception.ProtocolError(
-                    code='NOT_ALLOWED', reason='this terminal has no key '
-                    'store to write shipment %s with' % shipment)
-            return receiver.DeviceSetSink(
-                self.server.state_dir, self.server.key_store, shipment, disk,
-                self.peer, **self.server.device_options)
-        if self.server.cluster is None:
+        """The sink the shipment's access list names (``lsrp.sink``)."""
+        kind = entry.get('sink') or 'rbd'
+        make = _SINKS.get(kind)
+        if make is None:
             raise exception.ProtocolError(
-                code='NOT_ALLOWED', reason='this terminal writes devices '
-                'only ([server] rbd_sink is off): no image %s here' % disk)
-        return sinks.RbdImageSink(self.server.cluster, disk, shipment,
-                                  state_dir=self.server.state_dir)
+                code='NOT_ALLOWED', reason='shipment %s sends to a %r sink, '
+                'which this terminal does not have' % (shipment, kind))
+        return make(self.server, disk, shipment, self.peer)
 
     def _snapshots(self, shipment, disk):
         """The user snapshots of ``disk`` here, oldest first.
@@ -632,7 +602,7 @@ class PeerHandler(object):
         Checked like INIT_SESSION; none for an image written to devices, or
         absent.
         """
-        entry = authorize(self.server.state_dir, shipment, disk, self.peer)
+        entry = access.check(self.server.state_dir, shipment, disk, self.peer)
         if entry.get('sink') == 'devices' or self.server.cluster is None:
             return []
         pool_name, name = disk.split('/', 1)
@@ -736,6 +706,29 @@ class PeerHandler(object):
         finally:
             if not kept:
                 await self._in_thread(sink.close)
+
+
+def _rbd_sink(server, disk, shipment, peer):
+    if server.cluster is None:
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='this terminal writes devices '
+            'only ([server] rbd_sink is off): no image %s here' % disk)
+    return sinks.RbdImageSink(server.cluster, disk, shipment,
+                              state_dir=server.state_dir)
+
+
+def _device_sink(server, disk, shipment, peer):
+    if server.key_store is None:
+        raise exception.ProtocolError(
+            code='NOT_ALLOWED', reason='this terminal has no key '
+            'store to write shipment %s with' % shipment)
+    return receiver.DeviceSetSink(server.state_dir, server.key_store,
+                                  shipment, disk, peer,
+                                  **server.device_options)
+
+
+# The kinds of lsrp.sink.IMPLEMENTATIONS, as access lists name them.
+_SINKS = {'rbd': _rbd_sink, 'devices': _device_sink}
 
 
 def _unpack_and_write(sink, disk, body):

@@ -16,15 +16,16 @@ interrupted import never looks finished.
 
 from oslo_log import log as logging
 
+from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp.rbd import digest as digest_mod
+from lsrp import sink
 from lsrp.rbd import snaprecord
 from lsrp.server import inflight as inflight_mod
 
 LOG = logging.getLogger(__name__)
 
 
-class RbdImageSink(object):
+class RbdImageSink(sink.GroupSink):
     """Applies replication rounds to ``pool/name`` of the local cluster."""
 
     parallel_streams = True     # writes may come in any order

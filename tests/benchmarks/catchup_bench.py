@@ -38,7 +38,8 @@ from lsrp.server import service
 from lsrp import tls
 
 MiB = 1 << 20
-PORT, RAW_PORT = 15560, 15561
+# Ports of the sandbox's range for tests' own use (+600..+999).
+PORT_OFFSET, RAW_PORT_OFFSET = 660, 661
 TEXT = b'the quick brown fox jumps over the lazy dog 0123456789\n'
 
 
@@ -58,6 +59,8 @@ class Bench(object):
         self.ca.connect()
         self.cb.connect()
         self.link = wan.Wan(os.path.join(self.work, 'run'), number=self.sb.wan_number(9))
+        self.port = self.sb.port(PORT_OFFSET)
+        self.raw_port = self.sb.port(RAW_PORT_OFFSET)
 
     def rbd(self, site, *args):
         return ['rbd', '-c', site.conf, '--keyring', site.keyring,
@@ -106,12 +109,12 @@ class Bench(object):
         name, ca, cert, key = self.sb.terminal('site-b')
         server = service.TerminalServer(
             name, self.cb, os.path.join(self.work, 'sb'),
-            tls.server_context(ca, cert, key), self.link.root_addr, PORT)
+            tls.server_context(ca, cert, key), self.link.root_addr, self.port)
         await server.start()
         try:
             a_name, a_ca, a_cert, a_key = self.sb.terminal('site-a')
             clients = [await catchup.TerminalClient(
-                self.link.ns_addr, PORT,
+                self.link.ns_addr, self.port,
                 tls.client_context(a_ca, a_cert, a_key), name,
                 a_name).connect() for _ in range(streams)]
             begin = time.monotonic()
@@ -130,7 +133,7 @@ class Bench(object):
         """rbd export-diff | tcp (same relay, same link) | rbd import-diff."""
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((self.link.root_addr, RAW_PORT))
+        listener.bind((self.link.root_addr, self.raw_port))
         listener.listen(1)
         importer_proc = {}
 
@@ -147,7 +150,7 @@ class Bench(object):
         sender = subprocess.Popen(self.rbd(
             self.a, 'export-diff', '--from-snap', frm,
             '%s@%s' % (self.spec, to), '-'), stdout=subprocess.PIPE)
-        with socket.create_connection((self.link.ns_addr, RAW_PORT)) as sock:
+        with socket.create_connection((self.link.ns_addr, self.raw_port)) as sock:
             while True:
                 data = sender.stdout.read(1 << 20)
                 if not data:
@@ -170,13 +173,13 @@ class Bench(object):
     def run(self):
         args = self.args
         self.link.up(rate_mbit=args.rate_mbit, delay_ms=args.delay_ms,
-                     port=PORT)
+                     port=self.port)
         # The relay forwards one port; the raw stream gets its own relay.
         relay = subprocess.Popen(
             ['ip', 'netns', 'exec', self.link.namespace, sys.executable, '-m',
              'lsrp.sandbox.relay', '--listen', '%s:%d' % (self.link.ns_addr,
-                                                          RAW_PORT),
-             '--target', '%s:%d' % (self.link.root_addr, RAW_PORT),
+                                                          self.raw_port),
+             '--target', '%s:%d' % (self.link.root_addr, self.raw_port),
              '--delay-ms', str(args.delay_ms)], stdout=subprocess.DEVNULL)
         try:
             time.sleep(1)

@@ -339,12 +339,12 @@ class Bench(object):
             'authorize', '--shipment-id', ship, 'vms/' + name]
             + self.devices(ship), check=True, capture_output=True)
         t_name, ca, cert, key = self.sandbox.terminal('site-b')
-        port = self.sandbox.port(600)
+        port = self.sandbox.port(662)   # the tests' own +600..+999
         server = subprocess.Popen(
-            [os.path.join(BIN, 'lsrp-server'), '--server-name', t_name,
-             '--server-port', str(port), '--server-tls_ca', ca,
-             '--server-tls_cert', cert, '--server-tls_key', key,
-             '--server-norbd_sink'] + state,
+            [os.path.join(BIN, 'lsrp-server'), '--name', t_name,
+             '--server-port', str(port), '--tls-ca', ca,
+             '--tls-cert', cert, '--tls-key', key,
+             '--devices-only'] + state,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             server.stdout.readline()   # listening

@@ -22,6 +22,7 @@ import time
 
 import fixtures
 
+from lsrp import access
 from lsrp import catchup
 from lsrp.device import export
 from lsrp.device import importer
@@ -39,9 +40,9 @@ MiB = 1 << 20
 
 
 def free_port():
-    """A free port below 32768 (Ceph clients take the ones above)."""
+    """A free port of the tests' own range of the sandbox (+600..+999)."""
     for _ in range(100):
-        port = random.randrange(15000, 30000)
+        port = base.BASE_PORT + random.randrange(600, 1000)
         with socket.socket() as s:
             try:
                 s.bind(('127.0.0.1', port))
@@ -150,11 +151,11 @@ class CatchUpTestCase(base.FunctionalTestCase):
         log = os.path.join(self.work, 'lsrp-server-%d.log' % port)
         with open(log, 'a') as err:
             proc = subprocess.Popen(
-                exe + ['--server-name', name, '--server-port', str(port),
-                       '--server-tls_ca', ca, '--server-tls_cert', cert,
-                       '--server-tls_key', key, '--ceph-conf_file', s.conf,
-                       '--ceph-keyring', s.keyring, '--ceph-site_name',
-                       'site-b', '--shipment-state_dir', self.state_b,
+                exe + ['--name', name, '--server-port', str(port),
+                       '--tls-ca', ca, '--tls-cert', cert, '--tls-key', key,
+                       '--ceph-conf', s.conf, '--keyring', s.keyring,
+                       '--site', 'site-b',
+                       '--shipment-state_dir', self.state_b,
                        '--server-frame_timeout', '2'] + list(extra),
                 stdout=subprocess.PIPE, stderr=err, text=True)
         self.server_log = log
@@ -748,8 +749,8 @@ class TestTerminalSecurity(CatchUpTestCase):
             img.create_snapshot('n1')
         source = self.terminal('site-a')[0]
         # (lsrp import wrote the shipment's entry; the operator narrows it.)
-        importer.authorize(self.state_b, shipment, [spec],
-                           peers=['terminal-elsewhere'])
+        access.authorize(self.state_b, shipment, [spec],
+                         peers=['terminal-elsewhere'])
 
         async def send():
             async with self.serving() as server:
@@ -767,7 +768,7 @@ class TestTerminalSecurity(CatchUpTestCase):
         self.assertIn('terminal %s may not send shipment %s' % (
             source, shipment), str(e.exception))
         self.assertNotIn('n1', self.rbd_cli('site-b', 'snap', 'ls', spec))
-        importer.authorize(self.state_b, shipment, [spec], peers=[source])
+        access.authorize(self.state_b, shipment, [spec], peers=[source])
         self.run_async(send())
         self.assert_same(spec, 'n1')
     """Who may talk to a terminal, and what a bad peer gets."""
@@ -912,14 +913,14 @@ class TestOverTheWan(CatchUpTestCase):
         link = wan.Wan(os.path.join(self.work, 'run'),
                        number=self.sandbox.wan_number(1))
         self.addCleanup(link.down)
-        host, port = link.up(rate_mbit=40, delay_ms=20, port=15580)
+        host, port = link.up(rate_mbit=40, delay_ms=20, port=free_port())
         name, ca, cert, key = self.terminal('site-b')
         result = {}
 
         async def scenario():
             server = service.TerminalServer(
                 name, self.sites['site-b'], self.state_b,
-                tls.server_context(ca, cert, key), link.root_addr, 15580)
+                tls.server_context(ca, cert, key), link.root_addr, port)
             await server.start()
             try:
                 a_name, a_ca, a_cert, a_key = self.terminal('site-a')
@@ -965,7 +966,7 @@ class TestRemoteImport(CatchUpTestCase):
         exporter.consolidate(shipment, 'c1')
         digest = exporter.seal(shipment)
         shutil.rmtree(devs[1])     # lost on the way
-        importer.authorize(self.state_b, shipment, [spec])
+        access.authorize(self.state_b, shipment, [spec])
 
         async def liar():
             # Junk where the image has a hole, and a digest that lies.

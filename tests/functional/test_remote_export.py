@@ -246,8 +246,8 @@ class TestRemoteExport(test_catchup.CatchUpTestCase):
         # A terminal that only writes devices: no cluster ([ceph] points
         # nowhere).
         proc, port = self._serve('--shipment-key_dir', self.keys.directory,
-                                 '--server-norbd_sink',
-                                 '--ceph-conf_file', '/nonexistent')
+                                 '--devices-only',
+                                 '--ceph-conf', '/nonexistent')
         name, ca, cert, key = self.terminal('site-a')
         s = self.sandbox.site('site-a')
         remote_args = ['--remote', '127.0.0.1:%d' % port,

@@ -25,6 +25,16 @@ class TestCli(testtools.TestCase):
         self.assertIn('needs --server-name, --tls-cert, --tls-key',
                       result.stderr)
 
+    def test_catchup_names_what_is_missing(self):
+        # Every flag parsed (--server is not taken for the [server] group,
+        # --name for the command's name); then the missing TLS files named.
+        result = self.lsrp('catchup', '--shipment-id', 's1', '--base', 'b',
+                           '--server', '127.0.0.1:1', '--server-name', 't-b',
+                           '--name', 't-a', 'vms/x')
+        self.assertEqual(2, result.returncode, result.stderr)
+        self.assertIn('terminal at 127.0.0.1:1 needs --tls-ca, --tls-cert, '
+                      '--tls-key', result.stderr)
+
     def test_verify_of_no_device(self):
         result = self.lsrp('verify', '--device', '/nonexistent')
         self.assertEqual(2, result.returncode)

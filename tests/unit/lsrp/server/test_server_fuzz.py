@@ -19,11 +19,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp.protocol import connection as connection_mod
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
-from lsrp.rbd import digest as digest_mod
 from lsrp.server import service
 
 DISKS = ['vms/a', 'vms/b']

@@ -1,8 +1,17 @@
-"""Streaming whole-image digests that treat holes as zeros.
+"""Every digest of the project but the keyed chunk digest, in one place.
 
-The value equals hashing the byte stream of ``rbd export <image>@<snap> -``
-with the same algorithm (``| sha256sum``, ``| b3sum``): unallocated ranges are
-fed to the hash as zeros without being read from the cluster.
+* Whole-image digests that treat holes as zeros (``digest_pieces``,
+  ``OrderedDigest``): the value equals hashing the byte stream of ``rbd export
+  <image>@<snap> -`` with the same algorithm (``| sha256sum``, ``| b3sum``);
+  unallocated ranges are fed to the hash as zeros without being read.
+* ``block_digest``: the BLAKE3 of one block on the wire (LSRP updates and
+  checksum exchanges).
+* ``manifest_digest``: the SHA-256 of a sealed manifest, printed by ``lsrp
+  seal`` and checked by ``--expect-digest``.
+
+(The chunk digest on devices is keyed with the shipment's key: it lives with
+the rest of the cryptography, ``lsrp.device.crypto.ShipmentCrypto.digest``.)
+Where each is checked: ``doc/source/verification.rst``.
 """
 
 import hashlib
@@ -34,6 +43,11 @@ def new_hash(algorithm):
         raise exception.FedexException(
             'unknown digest algorithm %r (have: %s)' % (
                 algorithm, ', '.join(sorted(ALGORITHMS))))
+
+
+def manifest_digest(blob):
+    """The digest of a manifest as stored on the devices (hex SHA-256)."""
+    return hashlib.sha256(blob).hexdigest()
 
 
 def block_digest(data):

@@ -3,8 +3,8 @@ import hashlib
 import blake3
 import testtools
 
+from lsrp import digest
 from lsrp import exception
-from lsrp.rbd import digest
 from lsrp.rbd.extents import Extent
 
 
