@@ -66,7 +66,7 @@ shipment_opts = [
     cfg.IntOpt('zstd_level',
                default=1, min=1, max=19,
                help='zstd compression level of chunks. Level 1 compresses '
-                    'a copy of /usr 1.5x faster than level 3 for 4 % more '
+                    'a copy of /usr 1.5x faster than level 3 for 4 percent more '
                     'bytes (see the shipments page).'),
     cfg.IntOpt('workers',
                default=2, min=1, max=64,

@@ -54,7 +54,8 @@ class Sink(metaclass=abc.ABCMeta):
         """
 
     @abc.abstractmethod
-    def start(self, snapshot, from_snapshot, size, resume=0, image=None):
+    def start(self, snapshot, from_snapshot, size, resume=0, image=None,
+              proof=None):
         """Prepare the round ``from_snapshot`` -> ``snapshot``.
 
         :param snapshot: N, the snapshot the round ends with.
@@ -66,6 +67,9 @@ class Sink(metaclass=abc.ABCMeta):
             acknowledgements); 0 when nothing is known.
         :param image: ``{'object_size', 'features'}`` of the source image,
             for a sink that creates it.
+        :param proof: ``base_id``, ``snapshot_id`` and ``base_digest`` of
+            REPLICATION_START: the sink proves that its N-1 has the source's
+            content (not only its name) before it writes anything.
         :returns: the offset the source goes on from: ``size`` when N is
             here already, an offset up to which this round is applied, or
             0. Raises ``ProtocolError(BAD_STATE)`` when N-1 is not here.

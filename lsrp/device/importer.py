@@ -33,7 +33,6 @@ from lsrp.device import reader as reader_mod
 from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
-from lsrp import digest as digest_mod
 from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)

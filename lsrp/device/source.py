@@ -8,8 +8,8 @@ to it. Chunks are read, decrypted and checked against their digests by the
 """
 
 from lsrp.device import importer as importer_mod
-from lsrp.device import manifest as manifest_mod
 from lsrp.device import layers as layers_mod
+from lsrp.device import manifest as manifest_mod
 from lsrp import exception
 from lsrp.rbd.extents import Extent
 from lsrp import source

@@ -9,7 +9,6 @@ compared with the digest recorded from the source cluster.
 from lsrp.device import importer as importer_mod
 from lsrp.device import layers as layers_mod
 from lsrp.device import reader as reader_mod
-from lsrp import digest as digest_mod
 from lsrp import exception
 
 # Kept here too: callers and tests that knew them as verify's.

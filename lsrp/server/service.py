@@ -511,11 +511,17 @@ class PeerHandler(object):
                 raise exception.ProtocolError(
                     code='NOT_ALLOWED', reason='no session %d of %s to '
                     'attach to' % (session, disk))
+            # A session taken over since is stale; a current one whose sink
+            # is not ready (or gone) cannot take a second stream either.
+            self.server.sessions.check(disk, session)
+            if shared.sink is None:
+                raise exception.ProtocolError(
+                    code='NOT_ALLOWED', reason='session %d of %s has no sink '
+                    'to attach to' % (session, disk))
             if not shared.sink.parallel_streams:
                 raise exception.ProtocolError(
                     code='NOT_ALLOWED', reason='%s is written to devices: one'
                     ' stream, in offset order' % disk)
-            self.server.sessions.check(disk, session)
         else:
             kept = await self.server.take_kept(disk, shipment)
             live = self.server.live_round(disk, shipment)

@@ -18,9 +18,9 @@ from oslo_log import log as logging
 
 from lsrp import digest as digest_mod
 from lsrp import exception
-from lsrp import sink
 from lsrp.rbd import snaprecord
 from lsrp.server import inflight as inflight_mod
+from lsrp import sink
 
 LOG = logging.getLogger(__name__)
 
