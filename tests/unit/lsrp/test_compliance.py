@@ -127,9 +127,19 @@ def apply(base, changes):
 IMAGE = {'object_size': 4 * MiB, 'features': ['layering']}
 
 
-def send(sink, snapshot, base, pieces, digest, final=False):
+def proof(snapshot_digest, base_digest=None):
+    """What REPLICATION_START carries to prove N-1 and name N by content."""
+    out = {'snapshot_id': 'blake3:' + snapshot_digest}
+    if base_digest:
+        out['base_id'] = 'blake3:' + base_digest
+    return out
+
+
+def send(sink, snapshot, base, pieces, digest, final=False,
+         base_digest=None):
     """One round through a sink, as lsrp-server applies it."""
-    offset = sink.start(snapshot, base, SIZE, image=IMAGE)
+    offset = sink.start(snapshot, base, SIZE, image=IMAGE,
+                        proof=proof(digest, base_digest))
     assert offset == 0, offset
     for where, data in pieces:
         if isinstance(data, int):
@@ -157,9 +167,10 @@ class SinkContract(object):
         self.assertTrue(sink.has_snapshot('s1'))
         self.assertEqual((SIZE, 's1'), sink.info())
         # A round that is here already has nothing to do.
-        self.assertEqual(SIZE, sink.start('s1', None, SIZE,
-                                          image=IMAGE))
-        send(sink, 's2', 's1', c.s2_pieces, blake3(c.s2), final=True)
+        self.assertEqual(SIZE, sink.start('s1', None, SIZE, image=IMAGE,
+                                          proof=proof(blake3(c.s1))))
+        send(sink, 's2', 's1', c.s2_pieces, blake3(c.s2), final=True,
+             base_digest=blake3(c.s1))
         self.assertEqual((SIZE, 's2'), sink.info())
         self.assertEqual(sha256(c.s1), self.read_back_sha256('s1'))
         self.assertEqual(sha256(c.s2), self.read_back_sha256('s2'))
@@ -185,7 +196,8 @@ class SinkContract(object):
         sink = self.make_sink()
         self.addCleanup(sink.close)
         send(sink, 's1', None, c.s1_pieces, blake3(c.s1))
-        sink.start('s2', 's1', SIZE)
+        sink.start('s2', 's1', SIZE, proof=proof(blake3(c.s2),
+                                                 blake3(c.s1)))
         block = 64 * KiB
         digests = [digest_mod.block_digest(bytes(c.s1[i:i + block]))
                    for i in range(0, 4 * block, block)]
