@@ -26,6 +26,9 @@ PROBE_RATIO = 0.97
 # AES-GCM ciphertext with its 16-byte tag.
 RECORD_HEADER = struct.Struct('>BI12s')
 FLAG_ZSTD = 1
+TAG = 16
+# cryptography >= 45 encrypts into a given buffer.
+_IN_PLACE = hasattr(AESGCM, 'encrypt_into')
 
 
 def _derive(key, shipment_id, purpose):
@@ -81,9 +84,17 @@ class ShipmentCrypto(object):
         nonce = os.urandom(NONCE)
         # The digest is authenticated data: a record moved to another
         # chunk's place fails to open.
-        ciphertext = self._chunk.encrypt(nonce, body,
-                                         self._aad + bytes.fromhex(digest))
-        return RECORD_HEADER.pack(flags, len(data), nonce) + ciphertext
+        if not _IN_PLACE:
+            return (RECORD_HEADER.pack(flags, len(data), nonce)
+                    + self._chunk.encrypt(nonce, body, self._aad
+                                          + bytes.fromhex(digest)))
+        record = bytearray(RECORD_HEADER.size + len(body) + TAG)
+        RECORD_HEADER.pack_into(record, 0, flags, len(data), nonce)
+        # Encrypted in place after the header: no copy of the ciphertext.
+        self._chunk.encrypt_into(nonce, body,
+                                 self._aad + bytes.fromhex(digest),
+                                 memoryview(record)[RECORD_HEADER.size:])
+        return record
 
     def open_chunk(self, digest, record):
         """Decrypt and decompress a record.
@@ -93,8 +104,9 @@ class ShipmentCrypto(object):
         """
         try:
             flags, length, nonce = RECORD_HEADER.unpack_from(record)
-            body = self._chunk.decrypt(nonce, bytes(record[RECORD_HEADER.size:]),
-                                       self._aad + bytes.fromhex(digest))
+            body = self._chunk.decrypt(
+                nonce, memoryview(record)[RECORD_HEADER.size:],
+                self._aad + bytes.fromhex(digest))
             if flags & FLAG_ZSTD:
                 body = self._decompressor().decompress(
                     body, max_output_size=length)

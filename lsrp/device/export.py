@@ -15,6 +15,7 @@ from lsrp.device import crypto as crypto_mod
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import record as record_mod
+from lsrp.device import serial as serial_mod
 from lsrp.device import writer as writer_mod
 from lsrp import digest as digest_mod
 from lsrp import exception
@@ -325,17 +326,22 @@ class Exporter(object):
         size = image.size()
         self.progress.start('export %s' % image.spec, size)
         hasher = digest_mod.new_hash('blake3')
-        for piece, data in image.iter_content(workers=self.read_workers):
-            end = piece.offset + piece.length
-            if data is None:
-                digest_mod.update_zeros(hasher, piece.length)
-            else:
-                hasher.update(data)
-                if piece.offset >= start:
-                    writer.add_data(piece.offset, data)
-            if end > start:
-                writer.end_piece(index, snap_index, end)
-            self.progress.advance(piece.length)
+        # The image digest is computed on a thread of its own, in order,
+        # while this one hands the next pieces to the writer.
+        with serial_mod.Serial() as hashing:
+            for piece, data in image.iter_content(workers=self.read_workers):
+                end = piece.offset + piece.length
+                if data is None:
+                    hashing.submit(digest_mod.update_zeros, hasher,
+                                   piece.length)
+                else:
+                    hashing.submit(hasher.update, data)
+                    if piece.offset >= start:
+                        writer.add_data(piece.offset, data)
+                if end > start:
+                    writer.end_piece(index, snap_index, end)
+                self.progress.advance(piece.length)
+            hashing.drain()
         self.progress.finish()
         return hasher.hexdigest()
 

@@ -30,6 +30,7 @@ from lsrp.device import journal as journal_mod
 from lsrp.device import layers as layers_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
+from lsrp.device import serial as serial_mod
 from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
@@ -38,6 +39,11 @@ from lsrp.rbd import snaprecord
 LOG = logging.getLogger(__name__)
 
 WRITE_BATCH = 4 << 20
+# Threads decrypting groups of chunks, and groups (of up to WRITE_BATCH)
+# decoded ahead of the writes: enough to keep two cores busy, few enough
+# that a 4 MiB group is not held three times over.
+DECODERS = 2
+DECODE_AHEAD = 3
 CURSOR_EVERY = 256 << 20
 
 
@@ -318,14 +324,14 @@ class Importer(object):
             for group in write_groups(runs):
                 ahead.append((group, None if group[0][0] == manifest_mod.ZERO
                               else decoders.submit(decode, group)))
-                if len(ahead) > 2 * self.workers:
+                if len(ahead) > DECODE_AHEAD:
                     yield ahead.popleft()
             while ahead:
                 yield ahead.popleft()
 
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool, \
                 concurrent.futures.ThreadPoolExecutor(
-                    self.workers) as decoders:
+                    DECODERS) as decoders, serial_mod.Serial() as hashing:
             for group, future in groups():
                 if future is None:
                     # A new image reads as zeros: only deltas write them.
@@ -334,11 +340,11 @@ class Importer(object):
                                       for r in group)
                     if stream is not None:
                         for r in group:
-                            stream.zeros(r[1], r[2])
+                            hashing.submit(stream.zeros, r[1], r[2])
                 else:
                     data = future.result()
                     if stream is not None:
-                        stream.data(group[0][1], data)
+                        hashing.submit(stream.data, group[0][1], data)
                     writes.append(pool.submit(image.write, group[0][1],
                                               data))
                     del data
@@ -351,6 +357,7 @@ class Importer(object):
                     self._record(index, **{'cursor_%d' % snap_index: offset})
                     next_cursor = offset + CURSOR_EVERY
             wait(0)
+            hashing.drain()
         self.progress.finish()
 
     def _layers_digest(self, img, snap_index):

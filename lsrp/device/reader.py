@@ -54,7 +54,9 @@ class ChunkReader(object):
         stripe, start, length = location
         with self._lock:
             data = self._stripe(stripe)
-        return None if data is None else data[start:start + length]
+        # A view, not a copy: the record is only decrypted from.
+        return (None if data is None
+                else memoryview(data)[start:start + length])
 
     def close(self):
         self._pool.shutdown()
