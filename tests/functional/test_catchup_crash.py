@@ -24,10 +24,6 @@ PORTS = {'transfer': 900, 'commit': 901, 'server_transfer': 902,
 
 class CrashTestCase(test_catchup.CatchUpTestCase):
 
-    def setUp(self):
-        super().setUp()
-        self.started = time.monotonic()
-
     def catchup_cmd(self, spec, shipment, port, *extra, point='none',
                     base='seed', tls=None):
         name, ca, cert, key = tls or self.terminal('site-a')
@@ -115,12 +111,6 @@ class CrashTestCase(test_catchup.CatchUpTestCase):
         spec, shipment = self.seeded(size)
         self.write(spec, count=8, seed=11)
         return spec, shipment
-
-    def tearDown(self):
-        # CI budget: the whole group should stay under ~3 minutes.
-        print('%s: %.1f s' % (self.id().rsplit('.', 1)[-1],
-                              time.monotonic() - self.started))
-        super().tearDown()
 
 
 class TestKilledClient(CrashTestCase):
