@@ -353,8 +353,15 @@ class _Stream(object):
         type_, body = await asyncio.to_thread(self.sender._pack, offset, data)
         await self._send(type_, body, len(body['data']) + frames.HEADER_SIZE)
 
+    async def _send_zero(self, offset, length):
+        await self._send(m.REPLICATION_ZERO, {
+            'offset': offset, 'length': length}, frames.HEADER_SIZE + 16)
+
     async def _settle_compare(self):
         offset, data, future = self.compares.popleft()
+        if future is None:
+            await self._send_zero(offset, data)   # (data: its length)
+            return
         differ = self.conn.check(await future, m.REPLICATION_CHECKSUM)
         for i in differ['differ']:
             start = i * DEDUP_BLOCK
@@ -363,10 +370,15 @@ class _Stream(object):
 
     async def piece(self, piece, data):
         sender = self.sender
-        if data is None:
-            await self._send(m.REPLICATION_ZERO, {
-                'offset': piece.offset, 'length': piece.length},
-                frames.HEADER_SIZE + 16)
+        if data is None and self.compares:
+            # NOTE: behind the data of the pieces before it. A stream's
+            # writes must go in offset order: the terminal takes the end of
+            # the last one it applied as the point a resumed round goes on
+            # from. A zero sent ahead of data still waiting for its
+            # checksum answer made a resume skip that data.
+            self.compares.append((piece.offset, piece.length, None))
+        elif data is None:
+            await self._send_zero(piece.offset, piece.length)
         elif sender.dedup:
             digests = await asyncio.to_thread(sender._digests, data)
             sender.wire += 32 * len(digests) + frames.HEADER_SIZE
@@ -385,7 +397,7 @@ class _Stream(object):
         Else each one logs "Future exception was never retrieved".
         """
         pending = ([f for _, f in self.acks] +
-                   [f for _, _, f in self.compares])
+                   [f for _, _, f in self.compares if f is not None])
         self.acks.clear()
         self.compares.clear()
         for future in pending:

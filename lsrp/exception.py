@@ -222,6 +222,11 @@ class RemoteError(FedexException):
 
     def __init__(self, message=None, cause=None, **kwargs):
         self.code = kwargs.get('code')
+        # A terminal's message repeats the code ("LSRP protocol error
+        # NOT_ALLOWED: ..."): said once is enough.
+        echo = 'LSRP protocol error %s: ' % self.code
+        if str(kwargs.get('reason', '')).startswith(echo):
+            kwargs['reason'] = kwargs['reason'][len(echo):]
         super().__init__(message, cause, **kwargs)
 
 

@@ -8,6 +8,7 @@ import rados
 import rbd
 
 from lsrp import exception
+from lsrp.rbd import bounded
 from lsrp.rbd import errors
 from lsrp.rbd import image as image_mod
 
@@ -49,6 +50,9 @@ class Cluster(object):
             os.path.dirname(os.path.abspath(conffile))) or conffile
         self.connect_timeout = connect_timeout
         self.options = dict(options or {})
+        # Bounds what librados does not (closing, shutting down).
+        self.op_timeout = op_timeout
+        self.wedged = False   # a close was abandoned (lsrp.rbd.bounded)
         if op_timeout:
             # NOTE: librados pauses writes to a full pool until space
             # appears; a timeout turns that into an error we can explain.
@@ -60,8 +64,13 @@ class Cluster(object):
         self.connect()
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except exception.CephError:
+            if exc is None:
+                raise
+            # The error that made us close says more than this one.
 
     def connect(self):
         if not os.path.exists(self.conffile):
@@ -83,8 +92,8 @@ class Cluster(object):
 
     def close(self):
         if self._rados is not None:
-            self._rados.shutdown()
-            self._rados = None
+            handle, self._rados = self._rados, None
+            bounded.close(handle.shutdown, self, 'disconnect', '(cluster)')
 
     @property
     def fsid(self):
@@ -158,13 +167,18 @@ class Pool(object):
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except exception.CephError:
+            if exc is None:
+                raise
+            # The error that made us close says more than this one.
 
     def close(self):
         if self.ioctx is not None:
-            self.ioctx.close()
-            self.ioctx = None
+            ioctx, self.ioctx = self.ioctx, None
+            bounded.close(ioctx.close, self.cluster, 'close pool', self.name)
 
     def _translate(self, operation, image=None, **kw):
         return errors.translate(self.site, operation, pool=self.name,

@@ -7,6 +7,7 @@ import rbd
 
 from lsrp import digest as digest_mod
 from lsrp import exception
+from lsrp.rbd import bounded
 from lsrp.rbd import errors
 from lsrp.rbd import extents as extents_mod
 from lsrp.rbd.extents import Extent
@@ -70,13 +71,21 @@ class Image(source.Source):
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except exception.CephError:
+            if exc is None:
+                raise
+            # The error that made us close says more than this one.
 
     def close(self):
+        """Close; bounded by the operation timeout (see lsrp.rbd.bounded)."""
         if self._image is not None:
-            self._image.close()
-            self._image = None
+            handle, self._image = self._image, None
+            with self._translate('close image'):
+                bounded.close(handle.close, self.pool.cluster, 'close image',
+                              self.spec)
 
     def _translate(self, operation, snapshot=None, **kw):
         return errors.translate(self.site, operation, pool=self.pool.name,

@@ -9,10 +9,13 @@ known place instead of after a guessed delay. The process is the real
 program in every other respect. ``none`` freezes nowhere.
 
 Points: ``client-transfer`` (lsrp catchup, after the 3rd data frame of a
-round is acknowledged), ``client-after-commit`` (lsrp catchup, right after
+round is sent), ``client-after-commit`` (lsrp catchup, right after
 the destination took the round's snapshot), ``server-transfer``
 (lsrp-server, after 3 data frames are applied), ``server-commit``
-(lsrp-server, its group commit recorded, before the snapshot).
+(lsrp-server, its group commit recorded, before the snapshot),
+``import-write`` (lsrp import, after its first write into the image: there
+the process stops itself with SIGSTOP, for the test to break the cluster and
+let it go on with SIGCONT).
 """
 
 import sys
@@ -55,7 +58,8 @@ def install(point):
             self.sender._crash_count = getattr(self.sender,
                                                '_crash_count', 0) + 1
             if self.sender._crash_count == AFTER:
-                await self.drain()    # acknowledged, then frozen
+                # Sent (the terminal applies and acknowledges them), and
+                # the whole process stops here: nothing after is sent.
                 freeze(point)
         catchup._Stream._send_data = _send_data
     elif point == 'client-after-commit':
@@ -76,6 +80,22 @@ def install(point):
             if state == 'committing':
                 freeze(point)
         groups.GroupLog._save = _save
+    elif point == 'import-write':
+        import os
+        import signal
+
+        from lsrp.rbd import image
+        write = image.Image.write
+        stopped = []
+
+        def stopping_write(self, offset, data):
+            write(self, offset, data)
+            if not stopped:
+                stopped.append(True)
+                sys.stderr.write('CRASHPOINT %s\n' % point)
+                sys.stderr.flush()
+                os.kill(os.getpid(), signal.SIGSTOP)
+        image.Image.write = stopping_write
     elif point != 'none':
         raise SystemExit('unknown crash point %s' % point)
 

@@ -24,10 +24,6 @@ PORTS = {'transfer': 900, 'commit': 901, 'server_transfer': 902,
 
 class CrashTestCase(test_catchup.CatchUpTestCase):
 
-    def setUp(self):
-        super().setUp()
-        self.started = time.monotonic()
-
     def catchup_cmd(self, spec, shipment, port, *extra, point='none',
                     base='seed', tls=None):
         name, ca, cert, key = tls or self.terminal('site-a')
@@ -75,9 +71,9 @@ class CrashTestCase(test_catchup.CatchUpTestCase):
         self.fail('%s never reached %s; it said: %s'
                   % (proc.args[:6], point, seen))
 
-    def client_frozen_at(self, point, spec, shipment, port):
+    def client_frozen_at(self, point, spec, shipment, port, *extra):
         proc = subprocess.Popen(self.catchup_cmd(spec, shipment, port,
-                                                 point=point),
+                                                 *extra, point=point),
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         self.addCleanup(proc.wait)
@@ -116,12 +112,6 @@ class CrashTestCase(test_catchup.CatchUpTestCase):
         self.write(spec, count=8, seed=11)
         return spec, shipment
 
-    def tearDown(self):
-        # CI budget: the whole group should stay under ~3 minutes.
-        print('%s: %.1f s' % (self.id().rsplit('.', 1)[-1],
-                              time.monotonic() - self.started))
-        super().tearDown()
-
 
 class TestKilledClient(CrashTestCase):
 
@@ -129,14 +119,19 @@ class TestKilledClient(CrashTestCase):
         spec, shipment = self.changed()
         port = self.sandbox.port(PORTS['transfer'])
         self._serve(port=port, point=None)
-        self.client_frozen_at('client-transfer', spec, shipment, port)
+        # One stream: its acknowledged offset is the round's.
+        self.client_frozen_at('client-transfer', spec, shipment, port,
+                              '--streams', '1')
         r1 = '%s-r1' % shipment
         self.assertIn(r1, self.snaps('site-a', spec))
         self.assertNotIn(r1, self.snaps('site-b', spec))
-        # The same command again: it sends r1 first (the destination may
-        # resume it), then converges.
-        last = self.converged(spec, shipment, port)
+        # The same command again: it sends r1 first, which the terminal
+        # kept and resumes where the killed run left it, then converges.
+        last = self.converged(spec, shipment, port, '--streams', '1')
         self.assertEqual(r1, last)
+        with open(self.server_log) as f:
+            self.assertIn('round seed -> %s resumes at offset' % r1,
+                          f.read())
         self.assert_exact(spec, last)
 
     def test_killed_after_the_destination_took_the_snapshot(self):

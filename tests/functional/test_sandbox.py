@@ -5,6 +5,7 @@ ranges, so that stopping and breaking them never disturbs the shared one.
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +19,12 @@ from lsrp import exception
 from lsrp.sandbox import processes
 from lsrp.sandbox import sandbox as sandbox_mod
 from tests.functional import base
+
+
+def _state(pid):
+    """A process's state letter ('T': stopped)."""
+    with open('/proc/%d/stat' % pid) as f:
+        return f.read().rsplit(')', 1)[1].split()[0]
 
 
 def cli(root, port, *args, env=None):
@@ -55,6 +62,72 @@ class TestSandboxLifeCycle(testtools.TestCase):
 
     def _digest(self):
         return self.sb.site('site-a').export_sha256('vms/keep')
+
+    OP_TIMEOUT = 3
+
+    def _lsrp(self, site, *args, point=None, wait=True, ceph=True):
+        s = self.sb.site(site)
+        cmd = [sys.executable, '-m', 'tests.functional.crashpoint',
+               point or 'none', 'lsrp', '--shipment-state_dir',
+               os.path.join(self.root + '-lsrp', site), '--shipment-key_dir',
+               os.path.join(self.root + '-lsrp', 'keys')]
+        cmd += list(args)
+        if ceph:
+            cmd += ['--ceph-conf', s.conf, '--keyring', s.keyring, '--site',
+                    site, '--op-timeout', str(self.OP_TIMEOUT)]
+        if not wait:
+            return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=300)
+
+    def _import_stopped_mid_way(self):
+        """A shipment from site-b, its import into site-a stopped.
+
+        Stopped with SIGSTOP after its first write: (process, devices).
+        """
+        shutil.rmtree(self.root + '-lsrp', ignore_errors=True)
+        self.addCleanup(shutil.rmtree, self.root + '-lsrp', True)
+        s = self.sb.site('site-b')
+        subprocess.run(['rbd', '-c', s.conf, 'create', '--size', '64M',
+                        'vms/moved'], check=True, capture_output=True)
+        subprocess.run(['rbd', '-c', s.conf, 'bench', '--io-type', 'write',
+                        '--io-size', '1M', '--io-total', '24M',
+                        '--io-pattern', 'rand', 'vms/moved'], check=True,
+                       capture_output=True)
+        devices = []
+        for i in range(3):
+            devices += ['--device', os.path.join(self.root + '-lsrp',
+                                                 'd%d' % i)]
+        result = self._lsrp('site-b', 'export', 'vms/moved', '--snapshot',
+                            's', '--create-snapshot', '--shipment-id',
+                            'fedex-osd', '--chunk-size', str(1 << 20),
+                            *devices)
+        self.assertEqual(0, result.returncode, result.stderr)
+        result = self._lsrp('site-b', 'seal', '--shipment-id', 'fedex-osd',
+                            ceph=False)
+        self.assertEqual(0, result.returncode, result.stderr)
+        proc = self._lsrp('site-a', 'import', *devices,
+                          point='import-write', wait=False)
+        self.addCleanup(proc.kill)
+        self.assertEqual('CRASHPOINT import-write\n', proc.stderr.readline())
+        while _state(proc.pid) != 'T':
+            time.sleep(0.05)
+        return proc, devices
+
+    def _import_fails_in_time(self, proc):
+        begin = time.monotonic()
+        os.kill(proc.pid, signal.SIGCONT)
+        _, err = proc.communicate(timeout=300)
+        took = time.monotonic() - begin
+        self.assertEqual(2, proc.returncode, err)
+        self.assertNotIn('Traceback', err)
+        lines = err.strip().splitlines()
+        self.assertEqual(1, len(lines), err)
+        self.assertIn('site-a', lines[0])
+        # Each call waits at most the timeout (+ grace for a close): a
+        # handful of them, not 12 minutes in image close.
+        self.assertLess(took, 12 * self.OP_TIMEOUT, err)
 
     def test_life_cycle(self):
         begin = time.monotonic()
@@ -97,11 +170,16 @@ class TestSandboxLifeCycle(testtools.TestCase):
         self.assertEqual(digest, self._digest(), 'data lost over down/up')
 
         # A killed OSD: status names it and its log; up restarts it.
+        # (First an import into that site is stopped after its first write,
+        # and goes on once the OSD is dead: it must end, within the
+        # operation timeout, with one line naming the site.)
+        importing, devices = self._import_stopped_mid_way()
         osd = self.sb.site('site-a').daemon('osd.0')
         pid = osd.pid()
         os.kill(pid, signal.SIGKILL)
         while processes.read_cmdline(pid) is not None:
             time.sleep(0.05)
+        self._import_fails_in_time(importing)
         status = cli(self.root, self.PORT, 'status')
         self.assertEqual(1, status.returncode)
         line = [ln for ln in status.stdout.splitlines() if 'osd.0' in ln][0]
@@ -109,6 +187,11 @@ class TestSandboxLifeCycle(testtools.TestCase):
         self.assertIn(osd.log_file, line)
         self.assertEqual('started', self.sb.up()['site-a'])
         self.assertEqual(digest, self._digest())
+        # The same import again, the OSD back: it finishes, exact.
+        result = self._lsrp('site-a', 'import', *devices)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual(self.sb.site('site-b').export_sha256('vms/moved@s'),
+                         self.sb.site('site-a').export_sha256('vms/moved'))
 
         # A pid file that names a process that is not ours: down refuses to
         # touch it, stops everything else, and says which pid and file.

@@ -1,5 +1,6 @@
 """The lsrp command's answers to bad input, without any service."""
 
+import io
 import os
 import subprocess
 import sys
@@ -39,3 +40,44 @@ class TestCli(testtools.TestCase):
         result = self.lsrp('verify', '--device', '/nonexistent')
         self.assertEqual(2, result.returncode)
         self.assertIn('none of the devices', result.stderr)
+
+
+class TestExitCodes(testtools.TestCase):
+    """The documented exit codes hold for what a remote terminal answers."""
+
+    def run_failing(self, error):
+        from lsrp import cli
+
+        def command(args):
+            raise error
+        self.useFixture(fixtures.MonkeyPatch(
+            'lsrp.cli.COMMANDS', {'catchup': command}))
+        args = type('Args', (), {'name': 'catchup'})()
+        stderr = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', stderr))
+        code = cli.run_command(args)
+        return code, stderr.getvalue()
+
+    def test_remote_digest_mismatch_is_a_verification_failure(self):
+        from lsrp import exception
+        for code in ('DIGEST_MISMATCH', 'BASE_DIFFERS'):
+            exit_code, text = self.run_failing(exception.RemoteError(
+                peer='terminal-b at 127.0.0.1:1', request='REPLICATION_START',
+                code=code, reason='LSRP protocol error %s: vms/x@s1 differs'
+                % code))
+            self.assertEqual(3, exit_code)
+            self.assertEqual(
+                'lsrp catchup: verification failed: terminal-b at '
+                '127.0.0.1:1 refused REPLICATION_START: %s: vms/x@s1 differs'
+                '\n' % code, text)
+
+    def test_other_refusals_and_lost_peers_are_errors(self):
+        from lsrp import exception
+        for error in (exception.RemoteError(
+                peer='p', request='INIT_SESSION', code='NOT_ALLOWED',
+                reason='no'), ConnectionResetError(),
+                exception.TerminalUnreachable(peer='p', reason='down')):
+            exit_code, text = self.run_failing(error)
+            self.assertEqual(2, exit_code)
+            self.assertEqual(1, len(text.splitlines()), text)
+            self.assertTrue(text.startswith('lsrp catchup: error: '), text)
