@@ -35,6 +35,8 @@ from lsrp.device import verify as verify_mod
 from lsrp import exception
 from lsrp import opts
 from lsrp import progress as progress_mod
+from lsrp.protocol import client as client_mod
+from lsrp.protocol import sender as sender_mod
 from lsrp.rbd import Cluster
 from lsrp import tls
 
@@ -400,7 +402,7 @@ def _terminal(address, args):
     context = tls.client_context(t.tls_ca, t.tls_cert, t.tls_key)
 
     async def connect():
-        return await catchup.TerminalClient(
+        return await client_mod.TerminalClient(
             host, int(port), context, args.server_name, t.name).connect()
     return connect
 
@@ -469,7 +471,7 @@ def do_catchup(args):
             cluster, connect, args.shipment_id, args.disks, args.base,
             threshold_bytes=int(args.threshold_mib * (1 << 20)),
             max_rounds=args.max_rounds,
-            limiter=catchup.RateLimiter(int(args.rate_limit_mib * (1 << 20))),
+            limiter=sender_mod.RateLimiter(int(args.rate_limit_mib * (1 << 20))),
             report=report, dedup=not args.no_dedup, streams=args.streams,
             threshold_seconds=args.threshold_seconds, retries=args.retries)
         rounds = asyncio.run(engine.run())

@@ -16,12 +16,12 @@ import asyncio
 
 from oslo_log import log as logging
 
-from lsrp import catchup
 from lsrp.device import importer as importer_mod
 from lsrp.device import reader as reader_mod
 from lsrp.device import source as source_mod
 from lsrp import digest as digest_mod
 from lsrp.protocol import messages as m
+from lsrp.protocol import sender as sender_mod
 
 LOG = logging.getLogger(__name__)
 WINDOW = 16
@@ -114,7 +114,7 @@ async def send_images(connect, cluster, shipment_id, images, snapshot,
     was lost goes on from the offset the devices' journal holds.
     Returns ``{image: (changed bytes, bytes on the wire)}``.
     """
-    base = catchup.AT_DESTINATION if consolidate else None
+    base = sender_mod.AT_DESTINATION if consolidate else None
     sent = {}
     for spec in images:
         for attempt in range(retries + 1):
@@ -122,13 +122,14 @@ async def send_images(connect, cluster, shipment_id, images, snapshot,
             # Over the LAN: no checksum exchange (the devices have nothing
             # to compare with) and no zstd (the terminal compresses each
             # chunk for the devices anyway; twice cost the CPU both ends).
-            sender = catchup.DiskSender(client, cluster, spec, shipment_id,
-                                        compress=False, dedup=False)
+            sender = sender_mod.DiskSender(client, cluster, spec,
+                                           shipment_id, compress=False,
+                                           dedup=False)
             try:
                 sent[spec] = await sender.send(base, snapshot, verify=True,
                                                describe=True)
                 break
-            except catchup.CONNECTION_LOST as e:
+            except sender_mod.CONNECTION_LOST as e:
                 if attempt == retries:
                     raise
                 LOG.warning('%s: connection lost (%s); going on in %.0f s',

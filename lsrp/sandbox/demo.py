@@ -27,6 +27,7 @@ from lsrp import catchup
 from lsrp.device import export
 from lsrp.device import importer
 from lsrp.device import keystore
+from lsrp.protocol import client as client_mod
 from lsrp.rbd import Cluster
 from lsrp.sandbox import sandbox as sandbox_mod
 from lsrp.sandbox import wan
@@ -186,8 +187,8 @@ class Demo(object):
         client_ctx = tls.client_context(a_ca, a_cert, a_key)
 
         async def connect():
-            return await catchup.TerminalClient(host, port, client_ctx, name,
-                                                a_name).connect()
+            return await client_mod.TerminalClient(
+                host, port, client_ctx, name, a_name).connect()
 
         rounds = []
 
