@@ -14,6 +14,7 @@ import time
 
 from oslo_log import log as logging
 
+from lsrp import digest as digest_mod  # noqa: F401 (tests use it)
 from lsrp import exception
 from lsrp.protocol import client as client_mod
 from lsrp.protocol import messages as m

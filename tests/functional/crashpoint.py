@@ -49,7 +49,7 @@ def _counting(point, fn):
 def install(point):
     from lsrp import catchup
     from lsrp.server import groups
-    from lsrp.server import service
+    from lsrp.server import handler
     if point == 'client-transfer':
         send = catchup._Stream._send_data
 
@@ -70,8 +70,8 @@ def install(point):
             freeze(point)
         catchup.commit_group = commit_group
     elif point == 'server-transfer':
-        service._unpack_and_write = _counting(point,
-                                              service._unpack_and_write)
+        handler._unpack_and_write = _counting(point,
+                                              handler._unpack_and_write)
     elif point == 'server-commit':
         save = groups.GroupLog._save
 
