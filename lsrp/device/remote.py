@@ -20,6 +20,7 @@ import tenacity
 from lsrp.device import importer as importer_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
+from lsrp import exception
 from lsrp.protocol import messages as m
 from lsrp.protocol import sender as sender_mod
 from lsrp.rbd import digest as digest_mod
@@ -94,6 +95,15 @@ async def _send_image(client, reader, manifest, img, disk):
             'final': index == last}, session)
 
 
+def _lost(error):
+    """Whether to go on after ``error``: a connection lost mid-way.
+
+    A terminal that cannot be reached at all is said at once, in one line.
+    """
+    return (isinstance(error, sender_mod.CONNECTION_LOST) and
+            not isinstance(error, exception.TerminalUnreachable))
+
+
 async def send_images(connect, cluster, shipment_id, images, snapshot,
                       consolidate=False, retries=3, retry_delay=1.0,
                       report=None):
@@ -127,13 +137,11 @@ async def send_images(connect, cluster, shipment_id, images, snapshot,
         def going_on(state, spec=spec):
             LOG.warning('%s: connection lost (%s); going on in %.0f s',
                         spec, state.outcome.exception(), retry_delay)
-        # (A terminal that cannot be reached is tried again too.)
         sent[spec] = await tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(retries + 1),
             wait=tenacity.wait_fixed(retry_delay),
-            retry=tenacity.retry_if_exception_type(
-                sender_mod.CONNECTION_LOST),
-            before_sleep=going_on, reraise=True)(send_image)
+            retry=tenacity.retry_if_exception(_lost), before_sleep=going_on,
+            reraise=True)(send_image)
         if report:
             report(spec, *sent[spec])
     return sent
