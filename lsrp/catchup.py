@@ -13,6 +13,7 @@ import collections
 import time
 
 from oslo_log import log as logging
+import tenacity
 
 from lsrp import digest as digest_mod  # noqa: F401 (tests use it)
 from lsrp import exception
@@ -32,6 +33,15 @@ CONNECTION_LOST = sender_mod.CONNECTION_LOST
 identity = sender_mod.identity
 DiskSender = sender_mod.DiskSender
 _Stream = sender_mod._Stream
+
+
+class _RoundLost(Exception):
+    """Every failure of a round's attempt lost its connection: resumed."""
+
+    def __init__(self, error):
+        super().__init__(error)
+        self.error = error
+
 
 RoundReport = collections.namedtuple(
     'RoundReport', 'round snapshot changed_bytes wire_bytes seconds '
@@ -163,23 +173,35 @@ class CatchUp(object):
                                     self.disks, snapshot)
         since = begin - (self._last_snapshot_time or begin)
         self._last_snapshot_time = begin
-        changed = wire = resumes = 0
-        for attempt in range(self.retries + 1):
+        counts = {'changed': 0, 'wire': 0, 'resumes': 0}
+
+        async def attempt():
             senders, failures = await self._send_all(snapshot, verify)
             # Pieces sent again after a resume count twice: the estimate
             # of the next round errs high, never low.
-            wire += sum(s.wire for s in senders)
-            changed += sum(s.changed for s in senders)
-            if not failures:
-                break
-            lost = [f for f in failures if isinstance(f, CONNECTION_LOST)]
-            if len(lost) < len(failures) or attempt == self.retries:
+            counts['wire'] += sum(s.wire for s in senders)
+            counts['changed'] += sum(s.changed for s in senders)
+            if failures and all(isinstance(f, CONNECTION_LOST)
+                                for f in failures):
+                raise _RoundLost(failures[0])
+            if failures:
                 raise failures[0]
-            resumes += 1
+
+        def resuming(state):
+            counts['resumes'] += 1
             LOG.warning('round %d: connection lost (%s); resuming under new '
-                        'sessions in %.0f s', number, lost[0],
-                        self.retry_delay)
-            await asyncio.sleep(self.retry_delay)
+                        'sessions in %.0f s', number,
+                        state.outcome.exception().error, self.retry_delay)
+        try:
+            await tenacity.AsyncRetrying(
+                stop=tenacity.stop_after_attempt(self.retries + 1),
+                wait=tenacity.wait_fixed(self.retry_delay),
+                retry=tenacity.retry_if_exception_type(_RoundLost),
+                before_sleep=resuming, reraise=True)(attempt)
+        except _RoundLost as e:
+            raise e.error
+        changed, wire, resumes = (counts['changed'], counts['wire'],
+                                  counts['resumes'])
         seconds = time.monotonic() - begin
         dirty_rate = changed / since if since else None
         wire_rate = wire / seconds if seconds else None

@@ -15,11 +15,13 @@ from the offset the remote terminal acknowledged if it kept the round.
 import asyncio
 
 from oslo_log import log as logging
+import tenacity
 
 from lsrp.device import importer as importer_mod
 from lsrp.device import reader as reader_mod
 from lsrp.device import source as source_mod
 from lsrp import digest as digest_mod
+from lsrp import exception
 from lsrp.protocol import messages as m
 from lsrp.protocol import sender as sender_mod
 
@@ -101,6 +103,15 @@ async def _stream(conn, session, changes, zeros):
         conn.check(await future, m.REPLICATION_UPDATE)
 
 
+def _lost(error):
+    """Whether to go on after ``error``: a connection lost mid-way.
+
+    A terminal that cannot be reached at all is said at once, in one line.
+    """
+    return (isinstance(error, sender_mod.CONNECTION_LOST) and
+            not isinstance(error, exception.TerminalUnreachable))
+
+
 async def send_images(connect, cluster, shipment_id, images, snapshot,
                       consolidate=False, retries=3, retry_delay=1.0,
                       report=None):
@@ -117,7 +128,7 @@ async def send_images(connect, cluster, shipment_id, images, snapshot,
     base = sender_mod.AT_DESTINATION if consolidate else None
     sent = {}
     for spec in images:
-        for attempt in range(retries + 1):
+        async def send_image():
             client = await connect()
             # Over the LAN: no checksum exchange (the devices have nothing
             # to compare with) and no zstd (the terminal compresses each
@@ -126,17 +137,19 @@ async def send_images(connect, cluster, shipment_id, images, snapshot,
                                            shipment_id, compress=False,
                                            dedup=False)
             try:
-                sent[spec] = await sender.send(base, snapshot, verify=True,
-                                               describe=True)
-                break
-            except sender_mod.CONNECTION_LOST as e:
-                if attempt == retries:
-                    raise
-                LOG.warning('%s: connection lost (%s); going on in %.0f s',
-                            spec, e, retry_delay)
-                await asyncio.sleep(retry_delay)
+                return await sender.send(base, snapshot, verify=True,
+                                         describe=True)
             finally:
                 await client.close()
+
+        def going_on(state, spec=spec):
+            LOG.warning('%s: connection lost (%s); going on in %.0f s',
+                        spec, state.outcome.exception(), retry_delay)
+        sent[spec] = await tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(retries + 1),
+            wait=tenacity.wait_fixed(retry_delay),
+            retry=tenacity.retry_if_exception(_lost), before_sleep=going_on,
+            reraise=True)(send_image)
         if report:
             report(spec, *sent[spec])
     return sent
