@@ -227,3 +227,32 @@ class RemoteError(FedexException):
 
 class ConnectionClosed(FedexException):
     message = "connection to %(peer)s closed%(detail)s"
+
+
+# --- the planner and fedex-api ------------------------------------------------
+
+class PlanCannotConverge(FedexException):
+    message = ("plan cannot converge: %(what)s writes %(write_rate)s while "
+               "the WAN carries %(bandwidth)s; a live copy never catches up "
+               "with writes at or above the bandwidth: lower the write rate "
+               "(throttle the guests, fewer VMs at once) or raise the "
+               "bandwidth")
+
+
+class InvalidPlanInput(FedexException):
+    message = "plan input %(field)s: %(reason)s"
+
+
+class PolicyNotAuthorized(FedexException):
+    message = ("policy does not allow %(action)s for this token (roles: "
+               "%(roles)s, project %(project)s)")
+
+
+class PreflightFailed(FedexException):
+    """A migration that cannot work: every reason, so all are fixed at once."""
+
+    message = "the migration cannot work: %(reasons)s"
+
+    def __init__(self, reasons):
+        self.reasons = list(reasons)
+        super().__init__(reasons='; '.join(self.reasons))

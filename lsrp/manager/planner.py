@@ -38,16 +38,8 @@ DAY = 86400.0
 HOUR = 3600.0
 
 
-class PlanCannotConverge(exception.FedexException):
-    message = ("plan cannot converge: %(what)s writes %(write_rate)s while "
-               "the WAN carries %(bandwidth)s; a live copy never catches up "
-               "with writes at or above the bandwidth: lower the write rate "
-               "(throttle the guests, fewer VMs at once) or raise the "
-               "bandwidth")
-
-
-class InvalidPlanInput(exception.FedexException):
-    message = "plan input %(field)s: %(reason)s"
+PlanCannotConverge = exception.PlanCannotConverge
+InvalidPlanInput = exception.InvalidPlanInput
 
 
 @dataclasses.dataclass
@@ -279,6 +271,16 @@ class Plan:
                 'recommended': self.recommended}
 
 
+def average_vm(vms):
+    """One VM profile with the mean of every figure of ``vms``."""
+    n = sum(vm.count for vm in vms)
+    return VMProfile(
+        size=sum(vm.size * vm.count for vm in vms) // n,
+        allocated=sum(vm.allocated * vm.count for vm in vms) // n,
+        write_rate=sum(vm.write_rate * vm.count for vm in vms) / n,
+        memory=sum(vm.memory * vm.count for vm in vms) // n)
+
+
 def plan(vms, link):
     """Both ways for ``vms`` over ``link``, and where FedEx starts to pay."""
     vms = list(vms)
@@ -286,12 +288,7 @@ def plan(vms, link):
         raise InvalidPlanInput(field='vms', reason='at least one VM is needed')
     wan = wan_only(vms, link)
     fx = fedex(vms, link)
-    n = sum(vm.count for vm in vms)
-    average = VMProfile(
-        size=sum(vm.size * vm.count for vm in vms) // n,
-        allocated=sum(vm.allocated * vm.count for vm in vms) // n,
-        write_rate=sum(vm.write_rate * vm.count for vm in vms) / n,
-        memory=sum(vm.memory * vm.count for vm in vms) // n)
+    average = average_vm(vms)
     by_cost = None
     if link.wan_cost_per_gb or link.cost_per_shipment or link.cost_per_device:
         by_cost = break_even(average, link, key='cost')
