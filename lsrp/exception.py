@@ -229,6 +229,53 @@ class ConnectionClosed(FedexException):
     message = "connection to %(peer)s closed%(detail)s"
 
 
+# --- the shipment manager (lsrp/manager) --------------------------------------
+
+class ManagerError(FedexException):
+    message = "manager: %(reason)s"
+
+
+class InvalidTransition(ManagerError):
+    """A state machine refused an event: names both states."""
+    message = ("%(kind)s %(id)s: cannot go from %(current)s to %(target)s "
+               "(%(reason)s)")
+
+
+class NotFound(ManagerError):
+    message = "%(kind)s %(id)s does not exist"
+
+
+class Conflict(ManagerError):
+    message = "%(kind)s %(id)s: %(reason)s"
+
+
+class InvalidInput(ManagerError):
+    message = "invalid %(field)s: %(reason)s"
+
+
+class TerminalUnavailable(ManagerError):
+    message = ("terminal %(terminal)s did not answer %(operation)s: "
+               "%(reason)s; the migration waits and retries")
+
+
+class OperationFailed(ManagerError):
+    message = ("terminal %(terminal)s: %(operation)s %(op_id)s failed: "
+               "%(reason)s")
+
+
+class CustodyMismatch(ManagerError):
+    message = ("shipment %(shipment)s: custody check failed: %(reason)s; "
+               "nothing is imported from these devices")
+
+
+class KeyManagerError(ManagerError):
+    message = "key %(key)s: %(reason)s"
+
+
+class CourierError(ManagerError):
+    message = "courier %(courier)s: %(reason)s"
+
+
 # --- the planner and fedex-api ------------------------------------------------
 
 class PlanCannotConverge(FedexException):
