@@ -134,7 +134,7 @@ def check(ctx, servers, source_site, dest_site, pool_map=None,
     if dst and dst.get('ceph_conf') and images:
         _destination_room(dst, images, sizes, reasons)
     total = sum(sizes.values())
-    if src_terms:
+    if src:
         blank = [d for t in src_terms for d in actions.device_list(
             ctx, {'terminal_id': t['id'], 'state': states.D_BLANK})]
         capacity = sum(d['capacity_bytes'] or 0 for d in blank)
@@ -142,9 +142,8 @@ def check(ctx, servers, source_site, dest_site, pool_map=None,
         usable = capacity - sum(sorted(
             (d['capacity_bytes'] or 0 for d in blank), reverse=True)[:parity])
         if not blank:
-            reasons.append('source site %s: no blank device at its '
-                           'terminal(s); register devices first'
-                           % src['name'])
+            reasons.append('source site %s: no blank device at a terminal '
+                           'of it; register devices first' % src['name'])
         elif len(blank) <= parity:
             reasons.append(
                 'source site %s: %d blank device(s), but parity %d needs '

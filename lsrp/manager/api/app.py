@@ -56,9 +56,12 @@ class Router(object):
     """Dispatch by ROUTES; 404 for an unknown path, 405 for a method."""
 
     def __init__(self, table=ROUTES):
+        self.table = table
         self.mapper = routes.Mapper()
-        for path, methods in table.items():
-            self.mapper.connect(path, methods=methods)
+        for path in table:
+            # NOTE: Routes turns defaults into strings: match the path, then
+            # look its handlers up here.
+            self.mapper.connect(path, fedex_route=path)
 
     @webob.dec.wsgify
     def __call__(self, req):
@@ -66,7 +69,7 @@ class Router(object):
         match = self.mapper.match(path)
         if match is None:
             raise errors.HTTPError(404, 'no resource at %s' % req.path_info)
-        methods = match.pop('methods')
+        methods = self.table[match.pop('fedex_route')]
         handler = methods.get(req.method)
         if handler is None:
             allowed = ', '.join(sorted(methods))

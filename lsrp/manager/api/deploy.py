@@ -28,6 +28,6 @@ def init_application(conf=cfg.CONF, config_files=None):
     logging.setup(conf, 'fedex-api')
     db.configure()
     policy.reset()
-    policy.init(conf, policy_file=conf.api.policy_file)
+    policy.init(conf)
     LOG.info('fedex-api ready (auth %s)', conf.api.auth_strategy)
     return app_mod.deploy(conf)

@@ -15,9 +15,6 @@ api_opts = [
                     '?limit= is cut to this.'),
     cfg.IntOpt('default_limit', default=100, min=1,
                help='Items per page when ?limit= is not given.'),
-    cfg.StrOpt('policy_file', default='policy.yaml',
-               help='Overrides of the in-code policy rules (may be '
-                    'absent).'),
 ]
 
 

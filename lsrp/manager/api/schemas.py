@@ -24,7 +24,7 @@ OPTIONS = {
     'properties': {
         'rate_cap': NONNEG_INT,
         'rate_schedule': RATE_SCHEDULE,
-        'downtime_budget': {'type': 'number', 'exclusiveMinimum': 0},
+        'downtime_budget': NONNEG_INT,
         'cutover_window': CUTOVER_WINDOW,
         'cutover': {'enum': ['automatic', 'approved']},
         'retention_days': NONNEG_INT,

@@ -11,7 +11,7 @@ from nova_fedex.osc.v1 import common
 def _option_args(parser):
     parser.add_argument('--rate-cap', type=int, metavar='<bytes/s>',
                         help='Cap of export reads and catch-up (0: none).')
-    parser.add_argument('--downtime-budget', type=float, metavar='<seconds>',
+    parser.add_argument('--downtime-budget', type=int, metavar='<seconds>',
                         help='Longest acceptable pause at cutover.')
     parser.add_argument('--cutover', choices=['automatic', 'approved'],
                         help='Cut over when ready, or wait for "openstack '
