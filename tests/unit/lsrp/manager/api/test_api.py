@@ -403,3 +403,32 @@ class TestEventsAndPlans(Fixture):
         self.call('POST', '/v1/plans', {'vms': [{'size': 1}],
                                         'wan_bandwidth': 1},
                   roles=READER, status=403)
+
+
+class TestEveryRouteIsGuarded(Fixture):
+    """A token without roles gets 403 on every route but / and /v1.
+
+    Like placement's test_verify_policy: no handler forgets its rule.
+    """
+
+    def test_no_roles_no_access(self):
+        from lsrp.manager.api import app as app_mod
+        self.terminals()
+        self.devices()
+        m = self.create()
+        ids = {'migration_id': m['id'], 'shipment_id': 'x',
+               'device_id': 'SN-0', 'terminal_id': 'term-a',
+               'site_id': 'site-a'}
+        bodies = {'/v1/migrations/{migration_id}/action': {'abort': {}}}
+        checked = 0
+        for path, methods in app_mod.ROUTES.items():
+            if path in app_mod.PUBLIC:
+                continue
+            for method in methods:
+                url = path.format(**ids)
+                resp = self.call(method, url, bodies.get(path, {}),
+                                 roles='')
+                self.assertEqual(403, resp.status_int,
+                                 '%s %s: %s' % (method, url, resp.text))
+                checked += 1
+        self.assertEqual(23, checked)    # every route but / and /v1
