@@ -279,8 +279,8 @@ class CourierError(ManagerError):
 # --- the planner and fedex-api ------------------------------------------------
 
 class PlanCannotConverge(FedexException):
-    message = ("plan cannot converge: %(what)s writes %(write_rate)s while "
-               "the WAN carries %(bandwidth)s; a live copy never catches up "
+    message = ("plan cannot converge: %(what)s: writes of %(write_rate)s "
+               "while the WAN carries %(bandwidth)s; a live copy never catches up "
                "with writes at or above the bandwidth: lower the write rate "
                "(throttle the guests, fewer VMs at once) or raise the "
                "bandwidth")

@@ -76,6 +76,7 @@ class Link:
     device_read_rate: float = 200e6    # bytes/s per device slot, destination
     device_capacity: int = 8 * 10 ** 12
     device_slots: int = 1              # devices written/read at once
+    parity: int = 0                    # extra devices a shipment may lose
     transit_time: float = 12 * HOUR    # courier door to door
     downtime_budget: float = 0.5       # longest acceptable pause, s
     cost_per_shipment: float = 0.0
@@ -89,7 +90,7 @@ class Link:
             if getattr(self, field) <= 0:
                 raise InvalidPlanInput(field=field, reason='must be > 0')
         for field in ('transit_time', 'cost_per_shipment', 'cost_per_device',
-                      'wan_cost_per_gb'):
+                      'wan_cost_per_gb', 'parity'):
             if getattr(self, field) < 0:
                 raise InvalidPlanInput(field=field, reason='must be >= 0')
 
@@ -167,9 +168,12 @@ def wan_only(vms, link):
 
 
 def devices_needed(vms, link):
-    """Devices to hold every VM's allocated bytes (images may span devices)."""
+    """Devices to hold every VM's allocated bytes, plus parity devices.
+
+    Images may span devices; parity devices hold no more data.
+    """
     allocated = sum(vm.allocated * vm.count for vm in vms)
-    return max(1, math.ceil(allocated / link.device_capacity))
+    return max(1, math.ceil(allocated / link.device_capacity)) + link.parity
 
 
 def fedex(vms, link):
@@ -177,7 +181,9 @@ def fedex(vms, link):
     allocated = sum(vm.allocated * vm.count for vm in vms)
     aggregate_rate = sum(vm.write_rate * vm.count for vm in vms)
     devices = devices_needed(vms, link)
-    slots = min(link.device_slots, devices)
+    # Parity is written alongside the data: it adds no time of its own
+    # when there is a slot for it.
+    slots = min(link.device_slots, devices - link.parity) or 1
     export = allocated / (link.device_write_rate * slots)
     import_ = allocated / (link.device_read_rate * slots)
     since_snapshot = export + link.transit_time + import_

@@ -177,6 +177,7 @@ PLAN_CREATE = {
         'device_write_rate': POSITIVE, 'device_read_rate': POSITIVE,
         'device_capacity': POSITIVE,
         'device_slots': {'type': 'integer', 'minimum': 1},
+        'parity': NONNEG_INT,
         'transit_time': SIZE,
         'downtime_budget': POSITIVE,
         'cost_per_shipment': {'type': 'number', 'minimum': 0},

@@ -50,6 +50,8 @@ class CreatePlan(command.ShowOne):
         parser.add_argument('--device-read-rate', metavar='<rate>')
         parser.add_argument('--device-capacity', metavar='<size>')
         parser.add_argument('--device-slots', type=int, metavar='<n>')
+        parser.add_argument('--parity', type=int, metavar='<n>',
+                            help='Extra devices a shipment may lose.')
         parser.add_argument('--transit-time', metavar='<duration>',
                             help='Courier door to door, e.g. 12h, 2d.')
         parser.add_argument('--downtime-budget', metavar='<seconds>')
@@ -64,7 +66,8 @@ class CreatePlan(command.ShowOne):
     def _body(self, args):
         body = {'vms': args.vm, 'wan_bandwidth': args.wan_bandwidth}
         for key in ('device_write_rate', 'device_read_rate',
-                    'device_capacity', 'device_slots', 'transit_time',
+                    'device_capacity', 'device_slots', 'parity',
+                    'transit_time',
                     'downtime_budget', 'cost_per_shipment',
                     'cost_per_device', 'wan_cost_per_gb'):
             if getattr(args, key) is not None:

@@ -33,7 +33,7 @@ def build(body):
     for key in ('transit_time', 'downtime_budget'):
         if key in body:
             link[key] = planner.parse_duration(body[key], key)
-    for key in ('device_slots', 'cost_per_shipment', 'cost_per_device',
+    for key in ('device_slots', 'parity', 'cost_per_shipment', 'cost_per_device',
                 'wan_cost_per_gb'):
         if key in body:
             link[key] = body[key]

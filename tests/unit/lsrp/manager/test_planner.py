@@ -131,7 +131,7 @@ class TestConvergence(testtools.TestCase):
                                write_rate=planner.parse_rate('10Mbit/s'))
         err = self.assertRaises(planner.PlanCannotConverge,
                                 planner.fedex, [vm], link)
-        self.assertIn('the 20 VMs together writes 200.00 Mbit/s', str(err))
+        self.assertIn('the 20 VMs together: writes of 200.00 Mbit/s', str(err))
         # One at a time over the WAN still converges.
         self.assertGreater(planner.wan_only([vm], link).total_time, 0)
 
@@ -160,6 +160,10 @@ class TestFedexPhases(testtools.TestCase):
         f = planner.fedex([vm], link)
         # 20 TB allocated on 8 TB devices: 3 devices, written 2 at a time.
         self.assertEqual(3, f.devices)
+        with_parity = planner.fedex([vm], dataclasses.replace(link,
+                                                              parity=1))
+        self.assertEqual(4, with_parity.devices)
+        self.assertEqual(f.phases, with_parity.phases)
         self.assertAlmostEqual(20e12 / 500e6, f.phases['export'])
         self.assertAlmostEqual(20e12 / 1000e6, f.phases['import'])
         self.assertEqual(43200, f.phases['ship'])

@@ -391,7 +391,7 @@ class TestEventsAndPlans(Fixture):
         resp = self.call('POST', '/v1/plans', {
             'vms': [{'size': '10GB', 'write_rate': '200Mbit/s'}],
             'wan_bandwidth': '100Mbit/s'}, roles=MEMBER, status=409)
-        self.assertIn('writes 200.00 Mbit/s while the WAN carries '
+        self.assertIn('writes of 200.00 Mbit/s while the WAN carries '
                       '100.00 Mbit/s', self.errors(resp)[0])
         resp = self.call('POST', '/v1/plans', {
             'vms': [{'size': '10 parsecs'}], 'wan_bandwidth': '1Gbit/s'},
