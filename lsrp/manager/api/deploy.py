@@ -8,6 +8,7 @@ from oslo_log import log as logging
 from lsrp.manager.api import app as app_mod
 from lsrp.manager.api import opts as api_opts
 from lsrp.manager.db import api as db
+from lsrp.manager import opts as manager_opts
 from lsrp.manager import policy
 
 CONFIG_ENV = 'FEDEX_API_CONFIG'
@@ -21,12 +22,15 @@ def init_application(conf=cfg.CONF, config_files=None):
         config_files = [p for p in os.environ.get(
             CONFIG_ENV, DEFAULT_CONFIG).split(':') if p]
     api_opts.register_opts(conf)
+    manager_opts.register_opts(conf)
     db.register_opts(conf)
     logging.register_options(conf)
     conf([], project='fedex', prog='fedex-api',
          default_config_files=config_files)
     logging.setup(conf, 'fedex-api')
-    db.configure()
+    # The same default as fedex-manage: the manager's SQLite file.
+    db.configure(conf.database.connection or 'sqlite:///%s/manager.sqlite'
+                 % conf.manager.state_path)
     policy.reset()
     policy.init(conf)
     LOG.info('fedex-api ready (auth %s)', conf.api.auth_strategy)
