@@ -227,3 +227,8 @@ class RemoteError(FedexException):
 
 class ConnectionClosed(FedexException):
     message = "connection to %(peer)s closed%(detail)s"
+
+
+class ServiceFailed(SandboxError):
+    """A service of the sandbox's mini-cloud did not start or answer."""
+    message = "sandbox: %(service)s %(reason)s; see %(log)s%(tail)s"
