@@ -1,5 +1,6 @@
-"""A manager deployment on the sandbox: real MariaDB, RabbitMQ, ZooKeeper
-and Ceph, conductors and agents as processes.
+"""A manager deployment on the sandbox, conductors and agents as processes.
+
+Real MariaDB, RabbitMQ, ZooKeeper and Ceph.
 
 Each test class gets its own database, messaging exchange and ZooKeeper
 path; the sandbox's shared services are started by the sandbox's own code.
