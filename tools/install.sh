@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
-              python3-venv python3-dev git)
+              python3-venv python3-dev git
+              # The sandbox's shared services (lsrp/sandbox/services).
+              mariadb-server rabbitmq-server zookeeper default-jre-headless)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

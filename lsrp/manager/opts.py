@@ -7,6 +7,7 @@ from oslo_config import cfg
 from oslo_db import options as db_options
 
 from lsrp.manager import keys
+from lsrp.manager import rpc
 
 manager_opts = [
     cfg.StrOpt('state_path', default='/var/lib/fedex',
@@ -38,6 +39,13 @@ conductor_opts = [
                     'is gone and start keep-warm rounds.'),
     cfg.IntOpt('op_poll_interval', default=2, min=1,
                help='Seconds between looks at a terminal operation.'),
+    cfg.StrOpt('courier', default='manual',
+               help='Courier plugin (lsrp.manager.couriers entry point) '
+                    'of new shipments: manual or simulated.'),
+    cfg.StrOpt('compute_driver', default='nova',
+               help='Who switches the VM over at the cutover: nova (the '
+                    'Nova driver calls migration_cutover_finish) or none '
+                    '(the sandbox: the final delta completes it).'),
     cfg.IntOpt('op_timeout', default=120, min=5,
                help='Seconds without progress from a terminal after which '
                     'the operation is asked for again (it is idempotent).'),
@@ -49,12 +57,14 @@ def register_opts(conf):
     conf.register_opts(jobboard_opts, group='jobboard')
     conf.register_opts(conductor_opts, group='conductor')
     keys.register_opts(conf)
+    rpc.register_opts(conf)
     db_options.set_defaults(conf)
 
 
 def list_opts():
-    return [('manager', copy.deepcopy(manager_opts)),
+    return [('DEFAULT', copy.deepcopy(rpc.rpc_opts)),
+            ('manager', copy.deepcopy(manager_opts)),
             ('jobboard', copy.deepcopy(jobboard_opts)),
             ('conductor', copy.deepcopy(conductor_opts)),
-            ('keys', copy.deepcopy(keys.key_opts)),
+            ('shipment_keys', copy.deepcopy(keys.key_opts)),
             ('database', copy.deepcopy(db_options.database_opts))]

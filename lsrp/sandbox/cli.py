@@ -30,12 +30,14 @@ LOG = logging.getLogger(__name__)
 UP_RESULTS = {'healthy': 'already healthy',
               'started': 'daemons restarted, healthy',
               'waited': 'healthy',
-              'created': 'created, healthy'}
+              'created': 'created, healthy',
+              'running': 'running',
+              'service-started': 'started'}
 
 
 def do_up(sb):
     for name, action in sb.up().items():
-        print('%s: %s' % (name, UP_RESULTS[action]))
+        print('%s: %s' % (name, UP_RESULTS.get(action, action)))
     return 0
 
 
@@ -51,7 +53,19 @@ def do_status(sb):
             where = ('pid %d' % d['pid']) if d['pid'] else d['state'].upper()
             print('  %-6s %-8s %s' % (d['name'], where, 'log: ' + d['log']))
         healthy &= entry['healthy']
+    print('services:')
+    for svc in sb.shared.status():
+        print_service(svc)
+        healthy &= svc['state'] == 'running'
     return 0 if healthy else 1
+
+
+def print_service(svc):
+    where = ('pid %d' % svc['pid']) if svc['pid'] else svc['state'].upper()
+    port = (':%d' % svc['port']) if svc['port'] else ''
+    rss = ('%d MiB' % svc['rss_mib']) if svc['rss_mib'] is not None else ''
+    print('  %-16s %-10s %-7s %8s  log: %s' % (svc['name'], where, port, rss,
+                                               svc['log']))
 
 
 def do_env(sb):
@@ -61,6 +75,11 @@ def do_env(sb):
     for s in sb.sites:
         for key, value in s.env():
             print('export %s=%s' % (key, shlex.quote(value)))
+    shared = sb.shared
+    for key, value in (('FEDEX_TRANSPORT_URL', shared.transport_url()),
+                       ('FEDEX_DATABASE_URL', shared.database_url('fedex')),
+                       ('FEDEX_ZOOKEEPER_HOSTS', shared.zookeeper_hosts())):
+        print('export %s=%s' % (key, shlex.quote(value)))
     return 0
 
 
