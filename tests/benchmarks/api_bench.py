@@ -112,14 +112,15 @@ def serve(conf_dir, url, port, keystone):
         f.write('[DEFAULT]\nlog_file = %s/api.log\n[database]\n'
                 'connection = %s\n' % (conf_dir, url))
         if keystone:
-            f.write('[api]\nauth_strategy = keystone\n[keystone_authtoken]\n'
+            f.write('[api]\nauth_strategy = keystone\npost_jobs = false\n'
+                    '[keystone_authtoken]\n'
                     'www_authenticate_uri = %(u)s\nauth_url = %(u)s\n'
                     'auth_type = password\nusername = admin\n'
                     'password = %(p)s\nproject_name = admin\n'
                     'user_domain_id = default\nproject_domain_id = default\n'
                     % {'u': keystone[0], 'p': keystone[1]})
         else:
-            f.write('[api]\nauth_strategy = noauth\n')
+            f.write('[api]\nauth_strategy = noauth\npost_jobs = false\n')
     exe = os.path.join(os.path.dirname(sys.executable), 'fedex-api')
     proc = subprocess.Popen(
         [exe, '--config-file', conf, '--bind', '127.0.0.1:%d' % port,

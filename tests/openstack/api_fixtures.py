@@ -109,9 +109,11 @@ def _free(port):
 class FedexAPIServer(object):
     """One fedex-api (uwsgi) with its own config and SQLite database."""
 
-    def __init__(self, sandbox, auth_url, name='fedex-api-test'):
+    def __init__(self, sandbox, auth_url, name='fedex-api-test',
+                 extra=None):
         self.sandbox = sandbox
         self.auth_url = auth_url
+        self.extra = extra or {}
         self.port = next((sandbox.port(o) for o in API_PORT_OFFSETS
                           if _free(sandbox.port(o))), None)
         if self.port is None:
@@ -123,21 +125,32 @@ class FedexAPIServer(object):
         self.log = os.path.join(self.dir, 'uwsgi.log')
         self.url = 'http://127.0.0.1:%d' % self.port
 
+    def sections(self):
+        """The configuration, as {section: {key: value}}."""
+        return {
+            'DEFAULT': {'log_file': os.path.join(self.dir, 'api.log')},
+            'manager': {'state_path': self.dir},
+            'api': {'auth_strategy': 'keystone', 'post_jobs': False},
+            'keystone_authtoken': {
+                'www_authenticate_uri': self.auth_url,
+                'auth_url': self.auth_url, 'auth_type': 'password',
+                'username': 'fedex-api', 'password': PASSWORD,
+                'project_name': 'service', 'user_domain_id': 'default',
+                'project_domain_id': 'default'},
+        }
+
     def write_conf(self):
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
+        sections = self.sections()
+        for name, values in self.extra.items():
+            sections.setdefault(name, {}).update(values)
         with open(self.conf, 'w') as f:
-            f.write('[DEFAULT]\nlog_file = %(dir)s/api.log\n'
-                    '[manager]\nstate_path = %(dir)s\n'
-                    '[api]\nauth_strategy = keystone\n'
-                    '[keystone_authtoken]\n'
-                    'www_authenticate_uri = %(auth)s\n'
-                    'auth_url = %(auth)s\nauth_type = password\n'
-                    'username = fedex-api\npassword = %(pw)s\n'
-                    'project_name = service\nuser_domain_id = default\n'
-                    'project_domain_id = default\n'
-                    % {'dir': self.dir, 'auth': self.auth_url,
-                       'pw': PASSWORD})
+            for name, values in sections.items():
+                f.write('[%s]\n' % name)
+                for k, v in values.items():
+                    if v is not None:
+                        f.write('%s = %s\n' % (k, v))
 
     def start(self, timeout=60):
         self.write_conf()

@@ -4,7 +4,7 @@ It only assembles the uwsgi command line and replaces itself with uwsgi, so
 what runs is exactly the documented command::
 
     uwsgi --http-socket 127.0.0.1:8780 --module lsrp.manager.api.wsgi:application \\
-          --virtualenv $VENV --master --processes 2 --threads 4 \\
+          --virtualenv $VENV --lazy-apps --master --processes 2 --threads 4 \\
           --enable-threads --die-on-term --need-app --buffer-size 65535 \\
           --add-header "Connection: close" --env FEDEX_API_CONFIG=/etc/fedex/fedex-api.conf
 """
@@ -27,6 +27,9 @@ def uwsgi_argv(config_files, bind=DEFAULT_BIND, processes=2, threads=4,
     argv = [uwsgi, '--http-socket', bind,
             '--module', 'lsrp.manager.api.wsgi:application',
             '--virtualenv', sys.prefix,
+            # Each worker builds its own app: the jobboard's ZooKeeper
+            # client runs threads that a fork would not copy.
+            '--lazy-apps',
             '--master', '--processes', str(processes),
             '--threads', str(threads), '--enable-threads',
             '--die-on-term', '--need-app', '--buffer-size', '65535',
