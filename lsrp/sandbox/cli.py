@@ -1,6 +1,8 @@
 """``fedex-sandbox``: the local two-site Ceph environment.
 
     fedex-sandbox up        start (or create) site-a and site-b, wait for health
+                            (and MariaDB, RabbitMQ, ZooKeeper); --openstack:
+                            also the two-site OpenStack mini-cloud
     fedex-sandbox status    health and daemons of each site
     fedex-sandbox env       shell exports of each site's conf and keyring
     fedex-sandbox down      stop the daemons we started (data is kept)
@@ -30,14 +32,14 @@ LOG = logging.getLogger(__name__)
 UP_RESULTS = {'healthy': 'already healthy',
               'started': 'daemons restarted, healthy',
               'waited': 'healthy',
-              'created': 'created, healthy',
-              'running': 'running',
-              'service-started': 'started'}
+              'created': 'created, healthy'}
 
 
 def do_up(sb):
-    for name, action in sb.up().items():
-        print('%s: %s' % (name, UP_RESULTS.get(action, action)))
+    sites = {s.name for s in sb.sites}
+    for name, action in sb.up(openstack=CONF.command.openstack).items():
+        print('%s: %s' % (name, UP_RESULTS[action] if name in sites
+                          else action))
     return 0
 
 
@@ -57,6 +59,12 @@ def do_status(sb):
     for svc in sb.shared.status():
         print_service(svc)
         healthy &= svc['state'] == 'running'
+    cloud = sb.cloud()
+    if cloud.exists():
+        print('openstack: (clouds.yaml: %s)' % cloud.clouds_yaml)
+        for svc in cloud.status():
+            print_service(svc)
+            healthy &= svc['state'] == 'running'
     return 0 if healthy else 1
 
 
@@ -80,6 +88,10 @@ def do_env(sb):
                        ('FEDEX_DATABASE_URL', shared.database_url('fedex')),
                        ('FEDEX_ZOOKEEPER_HOSTS', shared.zookeeper_hosts())):
         print('export %s=%s' % (key, shlex.quote(value)))
+    cloud = sb.cloud()
+    if cloud.exists():
+        for key, value in sorted(cloud.client_env().items()):
+            print('export %s=%s' % (key, shlex.quote(value)))
     return 0
 
 
@@ -147,6 +159,10 @@ def add_command_parsers(subparsers):
             parser.add_argument('--threshold-mib', type=float, default=2)
             parser.add_argument('--keep', action='store_true',
                                 help='Keep the demo images and devices.')
+        if name == 'up':
+            parser.add_argument('--openstack', action='store_true',
+                                help='Also bring up the mini-cloud: a '
+                                     'two-site OpenStack on both sites.')
         if name == 'wan-up':
             parser.add_argument('--rate-mbit', type=int, default=100)
             parser.add_argument('--delay-ms', type=float, default=0)

@@ -37,6 +37,11 @@ class Sandbox(object):
         self.run_dir = os.path.join(self.root, 'run')
         self.shared = shared_mod.SharedServices(self.root, base_port)
 
+    def cloud(self):
+        """The OpenStack mini-cloud of this sandbox."""
+        from lsrp.sandbox.services import cloud as cloud_mod
+        return cloud_mod.Cloud(self)
+
     def terminal(self, site):
         """Name and TLS files of a site's terminal: (name, ca, cert, key)."""
         name = 'terminal-%s' % site
@@ -126,11 +131,12 @@ class Sandbox(object):
             futures = [pool.submit(fn, s) for s in self.sites]
             return [f.result() for f in futures]
 
-    def up(self):
+    def up(self, openstack=False):
         """Start (or create) both sites and the shared services.
 
         Waits until both sites are HEALTH_OK and MariaDB, RabbitMQ and
-        ZooKeeper answer.
+        ZooKeeper answer; with ``openstack``, then brings the mini-cloud up
+        (lsrp.sandbox.services.cloud).
         Returns {site or service: 'healthy' | 'started' | 'created' |
         'running'}. What is healthy is left untouched.
         """
@@ -167,12 +173,17 @@ class Sandbox(object):
                 result.update(shared.result())
             LOG.info('sandbox up in %.1f s: %s', time.monotonic() - begin,
                      result)
+            if openstack:
+                result.update(self.cloud().up())
             return result
 
     def down(self):
         """Stop the daemons we started; keep all data."""
         with self._lock():
             result = {}
+            cloud = self.cloud()
+            if cloud.exists():
+                result['openstack'] = cloud.down()
             result['services'] = self.shared.down()
             result.update({s.name: s.stop() for s in self.sites})
             return result
@@ -180,6 +191,9 @@ class Sandbox(object):
     def destroy(self):
         """Stop everything and remove all sandbox state."""
         with self._lock():
+            cloud = self.cloud()
+            if cloud.exists():
+                cloud.destroy()
             self.shared.destroy()
             for s in self.sites:
                 s.destroy()

@@ -30,6 +30,19 @@ def tcp_open(host, port, timeout=0.5):
         return False
 
 
+def http_answers(url, timeout=5):
+    """True when an HTTP server answers url with anything but a 5xx."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return True
+    except urllib.error.HTTPError as e:
+        return e.code < 500
+    except (OSError, ValueError):
+        return False
+
+
 def log_tail(paths, lines=12):
     """The last non-empty lines of each existing file, for error messages."""
     out = []
@@ -65,7 +78,7 @@ class Service(object):
     def __init__(self, name, argv, run_dir, log_dir, marker, comm=None,
                  host='127.0.0.1', port=None, ready=None, env=None,
                  log_file=None, stop_timeout=15, stop_argv=None,
-                 start_timeout=60, extra_pids=None):
+                 start_timeout=60, extra_pids=None, kill_descendants=False):
         self.name = name
         self.argv = argv
         self.comm = (comm or os.path.basename(argv[0]))[:15]
@@ -83,6 +96,9 @@ class Service(object):
         # Callables returning more pids of ours to stop after the main one
         # (RabbitMQ's epmd outlives its node).
         self.extra_pids = extra_pids or []
+        # Children that may outlive the main process (uWSGI workers,
+        # privsep daemons, cinder-volume's per-backend children).
+        self.kill_descendants = kill_descendants
 
     def __repr__(self):
         return '<Service %s>' % self.name
@@ -100,7 +116,9 @@ class Service(object):
         cmdline = processes.read_cmdline(pid)
         if cmdline is None:
             return False
-        if processes.read_comm(pid) != self.comm:
+        # setproctitle (nova's services) turns "nova-conductor" into
+        # "nova-conductor: master process [...]", comm included.
+        if not (processes.read_comm(pid) or '\0').startswith(self.comm):
             return False
         if self.marker in ' '.join(cmdline):
             return True
@@ -204,6 +222,7 @@ class Service(object):
         """Stop our process (and its extra pids). Returns the pid or None."""
         pid = self.pid()
         extra = [p for fn in self.extra_pids for p in fn() if p]
+        kids = descendants(pid) if pid and self.kill_descendants else []
         if pid is not None:
             if self.stop_argv:
                 subprocess.run(self.stop_argv, env=dict(os.environ, **self.env),
@@ -214,6 +233,9 @@ class Service(object):
         for other in extra:
             self._signal(other, signal.SIGTERM)
             self._wait_gone(other, check=lambda p: processes.read_cmdline(p))
+        for kid in kids:
+            if processes.read_cmdline(kid) is not None:
+                self._signal(kid, signal.SIGKILL)
         try:
             os.unlink(self.pidfile)
         except FileNotFoundError:
