@@ -189,7 +189,7 @@ class Deployment(object):
                          'session_timeout': self.session_timeout},
             'conductor': {'name': conductor_name, 'courier': self.courier,
                           'compute_driver': 'none', 'op_poll_interval': 1,
-                          'sweep_interval': 2, 'op_timeout': 30},
+                          'sweep_interval': 2, 'op_timeout': 10},
             'simulated_courier': {
                 'move_devices': True,
                 'timetable': ','.join('%s:%s' % kv for kv in
