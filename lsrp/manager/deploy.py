@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import pymysql
 
@@ -189,7 +190,7 @@ class Deployment(object):
                          'session_timeout': self.session_timeout},
             'conductor': {'name': conductor_name, 'courier': self.courier,
                           'compute_driver': 'none', 'op_poll_interval': 1,
-                          'sweep_interval': 2, 'op_timeout': 30},
+                          'sweep_interval': 2, 'op_timeout': 10},
             'simulated_courier': {
                 'move_devices': True,
                 'timetable': ','.join('%s:%s' % kv for kv in
@@ -244,14 +245,19 @@ class Deployment(object):
         return conf
 
     def make_slots(self, site, count):
-        """Blank devices (directories) in a terminal's slots."""
-        serials = []
-        for i in range(count):
-            serial = '%s-%s-usb%d' % (self.name[-6:], site, i)
-            path = os.path.join(self.slots_dir(site), serial)
-            os.makedirs(path, exist_ok=True)
+        """Blank devices (directories) in a terminal's slots, up to count.
+
+        Each has a serial of its own: devices travel to the other site
+        with the courier and stay there.
+        """
+        slots = self.slots_dir(site)
+        os.makedirs(slots, exist_ok=True)
+        serials = sorted(d for d in os.listdir(slots)
+                         if not os.listdir(os.path.join(slots, d)))
+        while len(serials) < count:
+            serial = 'usb-%s-%s' % (site, uuid.uuid4().hex[:8])
+            os.makedirs(os.path.join(slots, serial))
             serials.append(serial)
-        os.makedirs(self.slots_dir(site), exist_ok=True)
         return serials
 
     def start_conductor(self, name):

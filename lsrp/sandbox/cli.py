@@ -1,8 +1,9 @@
 """``fedex-sandbox``: the local two-site Ceph environment.
 
-    fedex-sandbox up        start (or create) site-a and site-b, wait for health
-                            (and MariaDB, RabbitMQ, ZooKeeper); --openstack:
-                            also the two-site OpenStack mini-cloud
+    fedex-sandbox up        start (or create) site-a and site-b, the shared
+                            services, a conductor and a terminal agent per
+                            site; wait for health; --openstack: also the
+                            two-site OpenStack mini-cloud
     fedex-sandbox status    health and daemons of each site
     fedex-sandbox env       shell exports of each site's conf and keyring
     fedex-sandbox down      stop the daemons we started (data is kept)
@@ -10,6 +11,8 @@
     fedex-sandbox wan-up [--rate-mbit N] [--delay-ms N]   the emulated WAN
     fedex-sandbox wan-down
     fedex-sandbox demo      move a writing VM's disks from site-a to site-b
+                            through the shipment manager (--direct: the
+                            engine's steps called one by one)
 """
 
 import json
@@ -21,6 +24,8 @@ from oslo_log import log as logging
 
 from lsrp import cmdline
 from lsrp import exception
+from lsrp.manager import demo as manager_demo
+from lsrp.manager import sandbox as manager_sandbox
 from lsrp.sandbox import demo as demo_mod
 from lsrp.sandbox import opts
 from lsrp.sandbox import sandbox as sandbox_mod
@@ -44,6 +49,9 @@ def do_up(sb):
     for name, action in sb.up(openstack=getattr(CONF.command, 'openstack', False)).items():
         print('%s: %s' % (name, UP_RESULTS[action] if name in sites
                           else action))
+    # The shipment manager: a conductor and one terminal agent per site.
+    for name, action in manager_sandbox.SandboxManager(sb).up().items():
+        print('%s: %s' % (name, action))
     return 0
 
 
@@ -61,6 +69,10 @@ def do_status(sb):
         healthy &= entry['healthy']
     print('services:')
     for svc in sb.shared.status():
+        print_service(svc)
+        healthy &= svc['state'] == 'running'
+    print('manager:')
+    for svc in manager_sandbox.SandboxManager(sb).status():
         print_service(svc)
         healthy &= svc['state'] == 'running'
     cloud = sb.cloud()
@@ -105,6 +117,9 @@ def do_env(sb):
 
 
 def do_down(sb):
+    stopped = manager_sandbox.SandboxManager(sb).down()
+    print('manager: %s' % (', '.join('%s (pid %d)' % x for x in stopped)
+                           if stopped else 'nothing was running'))
     for name, stopped in sb.down().items():
         print('%s: %s' % (name, ', '.join('%s (pid %d)' % x for x in stopped)
                           if stopped else 'nothing was running'))
@@ -133,10 +148,19 @@ def do_wan_up(sb):
 def do_demo(sb):
     args = CONF.command
     do_up(sb)
-    demo = demo_mod.Demo(sb, disk_mib=args.disk_mib,
-                         write_rate=int(args.write_rate_mib * (1 << 20)),
-                         rate_mbit=args.rate_mbit, delay_ms=args.delay_ms,
-                         threshold_mib=args.threshold_mib)
+    if args.direct:
+        demo = demo_mod.Demo(sb, disk_mib=args.disk_mib,
+                             write_rate=int(args.write_rate_mib * (1 << 20)),
+                             rate_mbit=args.rate_mbit,
+                             delay_ms=args.delay_ms,
+                             threshold_mib=args.threshold_mib)
+    else:
+        # Through the shipment manager: one request, the conductor and the
+        # terminal agents do the steps.
+        demo = manager_demo.ManagerDemo(
+            sb, disk_mib=args.disk_mib,
+            write_rate=int(args.write_rate_mib * (1 << 20)),
+            threshold_mib=args.threshold_mib)
     try:
         summary = demo.run()
     finally:
@@ -203,6 +227,9 @@ def add_command_parsers(subparsers):
                                 '(default: %(default)s).')
             parser.add_argument('--keep', action='store_true',
                                 help='Keep the demo images and devices.')
+            parser.add_argument('--direct', action='store_true',
+                                help='Call the engine\'s steps directly '
+                                'instead of going through the manager.')
         if command.name == 'up':
             parser.add_argument('--openstack', action='store_true',
                                 help='Also bring up the mini-cloud: a '

@@ -10,6 +10,7 @@ where the destination agent finds and registers them.
 Instructions per shipment come from ``[simulated_courier]`` options or from
 a JSON file ``<state_path>/courier/<shipment>.json`` written by a test:
 ``{"fate": "deliver"|"lose"|"damage", "lose_devices": [serials],
+"tamper_devices": [serials],
 "timetable": {"hand_over": 0, "depart": 1, "scan": 2, "deliver": 3}}``.
 """
 
@@ -18,6 +19,7 @@ import os
 import random
 import shutil
 import time
+import uuid
 
 from oslo_config import cfg
 
@@ -125,3 +127,15 @@ class SimulatedCourier(object):
             if os.path.abspath(target) != os.path.abspath(d['path']):
                 os.makedirs(slots, exist_ok=True)
                 shutil.move(d['path'], target)
+            if d['serial'] in (plan.get('tamper_devices') or []):
+                _swap_label(target)
+
+
+def _swap_label(path):
+    """A device swapped on the way: same serial, another device inside."""
+    label = os.path.join(path, 'fedex-device.json')
+    with open(label) as f:
+        data = json.load(f)
+    data['device_id'] = str(uuid.uuid4())
+    with open(label, 'w') as f:
+        json.dump(data, f)
