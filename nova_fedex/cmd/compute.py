@@ -7,22 +7,22 @@ that ``[DEFAULT] compute_driver = fedex.FedexLibvirtDriver`` works with no
 file written into Nova's installed tree.
 """
 
-# nova.cmd.compute patches the standard library (threading backend) when
-# imported: it must come first, as in nova-compute itself.
-from nova.cmd import compute as nova_compute  # noqa: I100
-
-import sys  # noqa: I100
-
-from nova_fedex.virt.libvirt import driver
+import sys
 
 ALIAS = 'nova.virt.fedex'
 
 
 def register():
     """Make ``compute_driver = fedex.FedexLibvirtDriver`` loadable."""
+    from nova_fedex.virt.libvirt import driver
+
     sys.modules.setdefault(ALIAS, driver)
 
 
 def main():
+    # nova.cmd.compute patches the standard library for its threading
+    # backend when imported: it must come before any other nova import.
+    from nova.cmd import compute as nova_compute
+
     register()
     return nova_compute.main()

@@ -77,8 +77,9 @@ class FedexSiteFilter(filters.BaseHostFilter):
         if not hasattr(spec_obj, _CACHE):
             site = None
             if spec_obj.obj_attr_is_set('instance_uuid'):
-                site = server_site(spec_obj._context or
-                                   nova_context.get_admin_context(),
+                # A context of our own: the request's may be inside a
+                # database transaction of the scheduler's.
+                site = server_site(nova_context.get_admin_context(),
                                    spec_obj.instance_uuid)
             setattr(spec_obj, _CACHE, site)
         return getattr(spec_obj, _CACHE)

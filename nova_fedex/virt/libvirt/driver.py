@@ -77,6 +77,17 @@ def _add_marker(migrate_data, site, target):
     migrate_data.bdms = bdms
 
 
+def _record_fault(context, instance, error):
+    """An instance fault whose message says what happened.
+
+    Nova keeps only the class name of an exception that is not one of its
+    own: wrap ours so that ``openstack server show`` tells the reason.
+    """
+    compute_utils.add_instance_fault_from_exc(
+        context, instance, nova_exception.MigrationError(
+            reason='FedEx cutover: %s' % error))
+
+
 def peer_of(migrate_data):
     """(site, RbdTarget) the destination reported, or None."""
     if migrate_data is None or 'bdms' not in migrate_data:
@@ -403,7 +414,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         except Exception as e:
             # Nothing moved yet: Nova's rollback keeps the server here.
             LOG.error('FedEx: cutover not started: %s', e, instance=instance)
-            compute_utils.add_instance_fault_from_exc(context, instance, e)
+            _record_fault(context, instance, e)
             recover_method(context, instance, dest, migrate_data)
             return
         self._fedex_cutovers[instance.uuid] = cutover
@@ -453,8 +464,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         """libvirt's migration failed or was cancelled: stock rollback."""
         reason = cutover.refused or 'the memory migration failed'
         if cutover.refused is not None:
-            compute_utils.add_instance_fault_from_exc(
-                context, instance, cutover.refused)
+            _record_fault(context, instance, cutover.refused)
         self._fedex_report(context, cutover.plan, 'rolled_back',
                            reason=str(reason), guest='never left')
         return recover_method(context, instance, dest, migrate_data,
@@ -478,7 +488,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             LOG.error('FedEx: cutover fails before the resume: %s; moving '
                       'the guest back', e, instance=instance)
             self._fedex_roll_back(cutover, context, instance, e)
-            compute_utils.add_instance_fault_from_exc(context, instance, e)
+            _record_fault(context, instance, e)
             return recover_method(context, instance, dest, migrate_data)
         # From here on site B holds the only current state: go forward.
         if not cutover.was_paused:
@@ -494,7 +504,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                             instance=instance)
         result = post_method(context, instance, dest, block_migration,
                              migrate_data)
-        self._fedex_report(context, plan, 'completed', host=dest)
+        self._fedex_report(context, plan, 'completed', dest=dest)
         return result
 
     def _fedex_wait_source_stopped(self, instance, timeout=10):
