@@ -21,7 +21,6 @@ import time
 from unittest import mock
 
 import fixtures
-from lxml import etree
 from oslo_utils.fixture import uuidsentinel as uuids
 from oslo_utils import units
 
