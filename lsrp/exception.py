@@ -318,3 +318,31 @@ class PreflightFailed(FedexException):
     def __init__(self, reasons):
         self.reasons = list(reasons)
         super().__init__(reasons='; '.join(self.reasons))
+
+
+# --- Nova and Cinder cutover (nova_fedex, cinder_fedex) -------------------
+
+class CutoverError(FedexException):
+    message = ("server %(server)s: FedEx cutover of migration %(migration)s "
+               "failed: %(reason)s")
+
+
+class CutoverRefused(CutoverError):
+    message = ("server %(server)s: FedEx cutover refused: %(reason)s. The "
+               "server stays where it is; nothing was changed")
+
+
+class FinalDeltaFailed(CutoverError):
+    message = ("server %(server)s: the final delta of migration "
+               "%(migration)s to terminal %(terminal)s failed: %(reason)s")
+
+
+class ManagerUnavailable(FedexException):
+    message = ("the FedEx migration service (fedex-api, service type "
+               "vm-shipping) could not answer %(request)s: %(reason)s")
+
+
+class VolumeInMigration(FedexException):
+    message = ("volume %(volume)s is in FedEx migration %(migration)s: "
+               "%(operation)s is refused until the migration ends or is "
+               "aborted (openstack fedex migration show %(migration)s)")
