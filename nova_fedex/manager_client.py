@@ -53,7 +53,7 @@ class CutoverPlan(collections.namedtuple(
 
     @property
     def ready(self):
-        return self.state in READY_STATES
+        return (self.state or '').lower() in READY_STATES
 
     def disk_for_source(self, spec):
         for disk in self.disks:

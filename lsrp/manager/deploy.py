@@ -125,6 +125,10 @@ class Deployment(object):
         self.timetable = timetable or {'hand_over': 0, 'depart': 1,
                                        'deliver': 3}
         self.database = database
+        # Who switches VMs over: 'none' (the final delta completes the
+        # migration) or 'nova' with ``nova`` the [nova] auth section.
+        self.compute_driver = 'none'
+        self.nova = None
         self.processes = {}
         os.makedirs(self.work, exist_ok=True)
         self.keys_dir = os.path.join(self.work, 'keys')
@@ -189,7 +193,8 @@ class Deployment(object):
                          'path': '/fedex-%s/jobs' % self.name,
                          'session_timeout': self.session_timeout},
             'conductor': {'name': conductor_name, 'courier': self.courier,
-                          'compute_driver': 'none', 'op_poll_interval': 1,
+                          'compute_driver': self.compute_driver,
+                          'op_poll_interval': 1,
                           'sweep_interval': 2, 'op_timeout': 10},
             'simulated_courier': {
                 'move_devices': True,
@@ -197,6 +202,8 @@ class Deployment(object):
                                       self.timetable.items()),
                 'state_dir': os.path.join(self.work, 'courier')},
         })
+        if self.nova:
+            sections['nova'] = dict(self.nova)
         return sections
 
     def write_conf(self, filename, sections):

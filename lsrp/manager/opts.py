@@ -7,6 +7,7 @@ from oslo_config import cfg
 from oslo_db import options as db_options
 
 from lsrp.manager import keys
+from lsrp.manager import nova
 from lsrp.manager import rpc
 
 manager_opts = [
@@ -58,6 +59,7 @@ def register_opts(conf):
     conf.register_opts(conductor_opts, group='conductor')
     keys.register_opts(conf)
     rpc.register_opts(conf)
+    nova.register_opts(conf)
     db_options.set_defaults(conf)
 
 
@@ -67,4 +69,5 @@ def list_opts():
             ('jobboard', copy.deepcopy(jobboard_opts)),
             ('conductor', copy.deepcopy(conductor_opts)),
             ('shipment_keys', copy.deepcopy(keys.key_opts)),
-            ('database', copy.deepcopy(db_options.database_opts))]
+            ('database', copy.deepcopy(db_options.database_opts)),
+            (nova.GROUP, nova.list_opts())]

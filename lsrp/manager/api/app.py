@@ -12,6 +12,7 @@ import webob
 import webob.dec
 
 from lsrp.manager.api import errors
+from lsrp.manager.api.handlers import cutover
 from lsrp.manager.api.handlers import events as events_h
 from lsrp.manager.api.handlers import logistics
 from lsrp.manager.api.handlers import migrations
@@ -46,6 +47,9 @@ ROUTES = {
     '/v1/sites/{site_id}': {'GET': logistics.site_show},
     '/v1/plans': {'POST': plans.create},
     '/v1/events': {'GET': events_h.list_, 'POST': events_h.create},
+    # nova_fedex at the cutover (handlers/cutover.py).
+    '/v1/servers/{server_id}/cutover': {'GET': cutover.show},
+    '/v1/migrations/{migration_id}/cutover-events': {'POST': cutover.event},
 }
 
 # Routes without a token: the version documents (clients discover them).

@@ -664,6 +664,39 @@ class FinalDelta(Cutover):
             m = step(ctx, m, 'complete', values={'finished_at': db.now()})
             if m['options'].get('retention_days', 0) == 0:
                 jobs.post(ctx, m['id'], 'cleanup')
+        elif CONF.conductor.compute_driver == 'nova':
+            start_nova_cutover(ctx, m)
+
+
+NOVA_REQUESTED = 'nova live migration requested'
+
+
+def start_nova_cutover(ctx, m):
+    """Nova's live migration of each server, once per cutover.
+
+    nova_fedex applies the final delta inside the pause and reports the
+    end (fedex-api's cutover-events); a refusal here rolls back at once.
+    """
+    from lsrp.manager import actions
+    from lsrp.manager import nova
+
+    asked = [e for e in db.events(ctx, {'migration_id': m['id'],
+                                        'kind': 'cutover'})
+             if e['message'].startswith(NOVA_REQUESTED) and
+             e['created_at'] >= m['updated_at']]
+    if asked:
+        return
+    for s in m['servers']:
+        try:
+            nova.live_migrate(s['server_id'], m['dest_host'])
+        except Exception as e:
+            actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                             reason=str(e))
+            return
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     '%s: server %s to %s' % (NOVA_REQUESTED, s['server_id'],
+                                              m['dest_host']),
+                     migration_id=m['id'])
 
 
 # --- cleanup and abort -----------------------------------------------------------

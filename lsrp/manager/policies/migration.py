@@ -14,6 +14,8 @@ DELETE = PREFIX % 'delete'
 ABORT = PREFIX % 'abort'
 RETRY = PREFIX % 'retry'
 CUTOVER = PREFIX % 'cutover'
+CUTOVER_PLAN = PREFIX % 'cutover:plan'
+CUTOVER_EVENT = PREFIX % 'cutover:event'
 
 COLLECTION = '/v1/migrations'
 ITEM = '/v1/migrations/{migration_id}'
@@ -51,6 +53,12 @@ rules = [
     _rule(CUTOVER, base.RULE_PROJECT_MEMBER,
           'Approve the cutover of a migration that is ready for it.',
           'POST', ACTION),
+    _rule(CUTOVER_PLAN, base.RULE_ADMIN_OR_SERVICE,
+          "Nova's compute driver reads a server's cutover plan.", 'GET',
+          '/v1/servers/{server_id}/cutover'),
+    _rule(CUTOVER_EVENT, base.RULE_ADMIN_OR_SERVICE,
+          "Nova's compute driver reports what the cutover did.", 'POST',
+          ITEM + '/cutover-events'),
 ]
 
 

@@ -102,7 +102,8 @@ class Host(object):
         return base.Service(
             'nova-compute-' + self.name,
             ['/usr/bin/nsenter', '-t', str(init_pid or 0), '-m', '-u',
-             os.path.join(venv, 'bin', 'nova-compute'),
+             # nova-compute that can load nova_fedex's driver.
+             os.path.join(venv, 'bin', 'nova-compute-fedex'),
              '--config-file', self.cloud.conf('nova'),
              '--config-file', self.conf],
             self.cloud.run_dir, self.cloud.log_dir, comm='nova-compute',
@@ -147,6 +148,8 @@ class Host(object):
                  host_dir=self.dir, host_conf=self.conf,
                  ceph_conf=self.cloud.sandbox.site(self.site).conf,
                  secret_uuid=state['secrets'][self.site])
+        (v['terminal_name'], v['tls_ca'], v['tls_cert'],
+         v['tls_key']) = self.cloud.sandbox.terminal(self.site)
         v['privsep'] = '%s/bin/privsep-helper --config-file %s ' \
             '--config-file %s' % (self.cloud.venv, self.cloud.conf('nova'),
                                   self.conf)

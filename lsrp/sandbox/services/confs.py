@@ -106,6 +106,7 @@ my_ip = {address}
 state_path = {host_dir}/state
 instances_path = {instances_path}
 log_file = {log_dir}/nova-compute-{host}.log
+compute_driver = fedex.FedexLibvirtDriver
 [libvirt]
 virt_type = qemu
 cpu_mode = none
@@ -131,6 +132,17 @@ helper_command = {privsep}
 helper_command = {privsep}
 [os_vif_privileged]
 helper_command = {privsep}
+[fedex]
+# nova_fedex's FedexLibvirtDriver (compute_driver = fedex.FedexLibvirtDriver,
+# loaded by nova-compute-fedex): this host's site, the TLS identity it sends
+# the final delta with (its site's terminal's), and fedex-api's credentials.
+site = {site}
+terminal_name = {terminal_name}
+tls_ca = {tls_ca}
+tls_cert = {tls_cert}
+tls_key = {tls_key}
+region_name = RegionOne
+{auth_fedex}
 """
 
 GLANCE = """\
