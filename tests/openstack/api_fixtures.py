@@ -80,21 +80,6 @@ class Identity(object):
         self.project_ids = {p: projects[p].id for p in PROJECTS}
         return self
 
-    def register_endpoint(self, url):
-        """fedex-api in the catalog; the endpoint follows ``url``."""
-        svc = [s for s in self.ks.services.list(type=SERVICE_TYPE)]
-        svc = svc[0] if svc else self.ks.services.create(
-            name='fedex', type=SERVICE_TYPE,
-            description='VM migration over FedEx')
-        for ep in self.ks.endpoints.list(service=svc):
-            if ep.url != url:
-                self.ks.endpoints.delete(ep)
-        have = {ep.interface for ep in self.ks.endpoints.list(service=svc)}
-        for interface in ('public', 'internal', 'admin'):
-            if interface not in have:
-                self.ks.endpoints.create(svc, url, interface=interface,
-                                         region='RegionOne')
-
 
 def _free(port):
     with socket.socket() as s:

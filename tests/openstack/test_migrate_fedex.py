@@ -30,7 +30,7 @@ class TestServerMigrateFedex(base.ManagerTestCase):
     def setUp(self):
         super().setUp()
         self.auth_url, admin = keystone_access.admin_session()
-        identity = fx.Identity(admin, self.auth_url).ensure()
+        identity = fx.Identity(admin, self.auth_url)
         manager = self.dep.manager_conf()
         extra = {k: manager[k] for k in ('DEFAULT', 'shipment_keys',
                                          'database', 'jobboard')}
@@ -39,7 +39,7 @@ class TestServerMigrateFedex(base.ManagerTestCase):
                                      name='fedex-api-e2e', extra=extra)
         self.api.start()
         self.addCleanup(self.api.stop)
-        identity.register_endpoint(self.api.url)
+        identity.ensure()
 
     def openstack(self, *args, timeout=900):
         env = dict(os.environ, OS_AUTH_URL=self.auth_url,
@@ -47,7 +47,8 @@ class TestServerMigrateFedex(base.ManagerTestCase):
                    OS_PROJECT_NAME=fx.USERS[MEMBER][0],
                    OS_USER_DOMAIN_ID='default',
                    OS_PROJECT_DOMAIN_ID='default',
-                   OS_IDENTITY_API_VERSION='3', OS_REGION_NAME='RegionOne')
+                   OS_IDENTITY_API_VERSION='3', OS_REGION_NAME='RegionOne',
+                   OS_VM_SHIPPING_ENDPOINT_OVERRIDE=self.api.url)
         return subprocess.run([fx.venv_bin('openstack')] + list(args),
                               env=env, capture_output=True, text=True,
                               timeout=timeout)
