@@ -16,9 +16,9 @@ import webob
 from cinder.api import extensions
 from cinder.api import urlmap
 from cinder.api.v3 import router
+from cinder.backup import rpcapi as backup_rpcapi
 from cinder import context
 from cinder import exception as cinder_exception
-from cinder.backup import rpcapi as backup_rpcapi
 from cinder import objects
 from cinder.objects import base as obj_base
 from cinder.objects import fields
