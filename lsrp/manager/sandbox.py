@@ -11,9 +11,6 @@ SQLite database, the key directory, the device slots of each terminal
 import os
 
 from lsrp import exception
-from lsrp.manager import actions
-from lsrp.manager import context
-from lsrp.manager.db import api as db
 from lsrp.manager import deploy
 from lsrp.sandbox.services import base as services_base
 
@@ -60,6 +57,11 @@ class SandboxManager(object):
         return out
 
     def configure(self):
+        # Heavy imports (SQLAlchemy, oslo.messaging) only when needed: a
+        # second 'fedex-sandbox up' stays quick.
+        from lsrp.manager import actions
+        from lsrp.manager import context
+        from lsrp.manager.db import api as db
         d = self.dep
         d.db_sync()
         d.write_conf('conductor-1.conf', d.manager_conf('conductor-1'))
@@ -77,8 +79,19 @@ class SandboxManager(object):
         d.make_slots('site-a', DEVICES_PER_SITE)
         os.makedirs(d.slots_dir('site-b'), exist_ok=True)
 
+    @property
+    def marker(self):
+        return os.path.join(self.root, 'configured')
+
+    def configured(self):
+        return os.path.exists(self.marker)
+
     def up(self):
-        self.configure()
+        # Configured once (schema, sites, slots): a second up is a no-op.
+        if not self.configured():
+            self.configure()
+            with open(self.marker, 'w') as f:
+                f.write('yes\n')
         result = {}
         for svc in self.services():
             if svc.pid() is None:
@@ -89,6 +102,8 @@ class SandboxManager(object):
         return result
 
     def down(self):
+        if not self.configured():
+            return []
         stopped = []
         for svc in reversed(self.services()):
             pid = svc.stop()

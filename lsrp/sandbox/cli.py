@@ -24,8 +24,6 @@ from oslo_log import log as logging
 
 from lsrp import cmdline
 from lsrp import exception
-from lsrp.manager import demo as manager_demo
-from lsrp.manager import sandbox as manager_sandbox
 from lsrp.sandbox import demo as demo_mod
 from lsrp.sandbox import opts
 from lsrp.sandbox import sandbox as sandbox_mod
@@ -50,6 +48,7 @@ def do_up(sb):
         print('%s: %s' % (name, UP_RESULTS[action] if name in sites
                           else action))
     # The shipment manager: a conductor and one terminal agent per site.
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
     for name, action in manager_sandbox.SandboxManager(sb).up().items():
         print('%s: %s' % (name, action))
     return 0
@@ -71,10 +70,15 @@ def do_status(sb):
     for svc in sb.shared.status():
         print_service(svc)
         healthy &= svc['state'] == 'running'
-    print('manager:')
-    for svc in manager_sandbox.SandboxManager(sb).status():
-        print_service(svc)
-        healthy &= svc['state'] == 'running'
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
+    manager = manager_sandbox.SandboxManager(sb)
+    if manager.configured():
+        print('manager:')
+        for svc in manager.status():
+            print_service(svc)
+            healthy &= svc['state'] == 'running'
+    else:
+        print('manager: not set up (fedex-sandbox up starts it)')
     cloud = sb.cloud()
     if cloud.exists():
         print('openstack: (clouds.yaml: %s)' % cloud.clouds_yaml)
@@ -117,6 +121,7 @@ def do_env(sb):
 
 
 def do_down(sb):
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
     stopped = manager_sandbox.SandboxManager(sb).down()
     print('manager: %s' % (', '.join('%s (pid %d)' % x for x in stopped)
                            if stopped else 'nothing was running'))
@@ -127,6 +132,8 @@ def do_down(sb):
 
 
 def do_destroy(sb):
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
+    manager_sandbox.SandboxManager(sb).down()
     wan.Wan(sb.run_dir, sb.wan_number(0)).down()
     sb.destroy()
     print('removed %s' % sb.root)
@@ -157,6 +164,7 @@ def do_demo(sb):
     else:
         # Through the shipment manager: one request, the conductor and the
         # terminal agents do the steps.
+        from lsrp.manager import demo as manager_demo  # noqa: heavy
         demo = manager_demo.ManagerDemo(
             sb, disk_mib=args.disk_mib,
             write_rate=int(args.write_rate_mib * (1 << 20)),

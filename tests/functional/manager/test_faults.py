@@ -73,3 +73,42 @@ class TestFaults(base.ManagerTestCase):
             self.ctx, resource_id=s['id'])]
         self.assertTrue(any('ignored' in t for t in texts))
         self.assertTrue(any('refused' in t for t in texts))
+
+    def test_kill_conductor_mid_round_then_abort_in_catching_up(self):
+        """kill -9 of the conductor holding the catch-up job mid-round.
+
+        Another conductor resumes the round without the terminal running
+        it twice, rounds go on; then an abort in CATCHING_UP stops them,
+        erases the devices, destroys the key, removes our snapshots and
+        leaves the VM's images alone.
+        """
+        for name in ('conductor-1', 'conductor-2'):
+            self.dep.start_conductor(name)
+        self.start_terminals()
+        specs, writer = self.vm()
+        # threshold 0: rounds go on until max_rounds.
+        m = self.migrate(specs, threshold_bytes=0, max_rounds=30)
+        op = self.wait_op(m, 'catchup_round', 'RUNNING', timeout=240)
+        owner = self.owner_of_job(m)
+        self.dep.processes[owner].kill9()
+        self.dep.wait(lambda: db.get(self.ctx, 'migration', m['id'])[
+            'rounds'] >= 3, 120, 'three rounds')
+        term = db.get(self.ctx, 'terminal', op['terminal'])
+        self.assertEqual(1, rpc.TerminalAPI(term['rpc_topic']).status(
+            op['id'])['attempts'])
+        self.assertEqual(states.CATCHING_UP, self.state(m))
+        actions.migration_abort(self.ctx, m['id'], 'test')
+        self.wait_state(m, states.ABORTED, timeout=120)
+        s = actions.shipment_list(self.ctx)[0]
+        self.assertEqual('ERASED', s['state'])
+        self.assertRaises(exception.KeyManagerError, keys.get_store().get,
+                          s['key_ref'])
+        for d in actions.device_list(self.ctx):
+            self.assertEqual('BLANK', d['state'])
+            self.assertEqual([], os.listdir(d['path']))
+        with self.sites['site-a'].pool('vms') as pool:
+            for spec in specs:
+                with pool.open_image(spec.split('/')[1]) as img:
+                    self.assertEqual([], [x.name for x in
+                                          img.list_snapshots()
+                                          if x.name.startswith('fedex-')])
