@@ -61,12 +61,21 @@ class TestNovaCutover(base.ManagerTestCase):
         extra = {k: manager[k] for k in ('DEFAULT', 'shipment_keys',
                                          'database', 'jobboard')}
         extra['api'] = {'post_jobs': True}
+        # The computes know fedex-api from the catalog (and keep the token
+        # that told them): this test's fedex-api, on this test's database,
+        # takes the cloud's port; the cloud's own comes back afterwards.
+        cloud_api = [e.service for e in self.cloud.extra_services()
+                     if e.service.name == 'fedex-api'][0]
+        cloud_api.stop()
+        self.addCleanup(cloud_api.wait_ready)
+        self.addCleanup(cloud_api.start)
         self.api = fx.FedexAPIServer(self.sandbox, self.auth_url,
                                      name='fedex-api-cutover', extra=extra)
+        self.api.port = self.cloud.port('fedex-api')
+        self.api.url = self.cloud.url('fedex-api')
         self.api.sections = self._api_sections
         self.api.start()
         self.addCleanup(self.api.stop)
-        self._register_endpoint(self.api.url)
         self.dep.start_conductor('conductor-nova')
         self.start_terminals()
 
@@ -80,14 +89,6 @@ class TestNovaCutover(base.ManagerTestCase):
             'keystone_authtoken': dict(
                 svc, www_authenticate_uri=self.auth_url,
                 auth_type='password')}
-
-    def _register_endpoint(self, url):
-        from keystoneauth1.identity import v3
-        from keystoneauth1 import session as ks_session
-
-        admin = self.cloud.credentials()['fedex-admin']
-        sess = ks_session.Session(auth=v3.Password(**admin))
-        fx.Identity(sess, self.auth_url).register_endpoint(url)
 
     def openstack(self, *args, timeout=600):
         """The real ``openstack`` client as the cloud's admin; its stdout."""
