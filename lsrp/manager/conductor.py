@@ -277,8 +277,12 @@ class Sweeper(object):
         self._couriers(ctx)
 
     def _ready(self, ctx, m, age):
-        if m['options'].get('cutover') == 'automatic' and \
-                actions.cutover_ready(ctx, m['id'])['ready']:
+        # With Nova, an approved cutover starts here too (without Nova the
+        # caller that approved it plays Nova and starts it).
+        start = (m['options'].get('cutover') == 'automatic' or
+                 CONF.conductor.compute_driver == 'nova' and
+                 m['cutover_approved'])
+        if start and actions.cutover_ready(ctx, m['id'])['ready']:
             actions.migration_cutover_start(ctx, m['id'])
         elif age.total_seconds() >= m['options'].get('keep_warm_seconds',
                                                      600):

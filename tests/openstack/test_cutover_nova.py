@@ -182,3 +182,54 @@ class TestNovaCutover(base.ManagerTestCase):
         m = [x for x in db.list_(self.ctx, 'migration')
              if any(s['server_id'] == sid for s in x['servers'])][0]
         self.assertEqual(states.COMPLETED, m['state'])
+
+    def test_failure_after_memory_copy_rolls_back(self):
+        server = self.boot('fedex-e2e-rb-%s' % self.id_)
+        sid = server['id']
+        at_a = self.reader('site-a', '%s_disk' % sid)
+        at_a.wait_advancing(ticks=20, timeout=180)
+        out = self.openstack(
+            'server', 'migrate', '--live-migration', '--fedex', '--host',
+            SITE_B_HOST, '--cutover', 'approved', '--wait', sid,
+            timeout=1500)
+        m = [x for x in db.list_(self.ctx, 'migration')
+             if any(s['server_id'] == sid for s in x['servers'])][0]
+        self.assertEqual(states.READY_FOR_CUTOVER, self.state(m), out)
+
+        # The destination terminal dies once the source compute has opened
+        # its final-delta connections (nova_fedex reports 'migrating' just
+        # before libvirt starts the memory copy): the copy completes, the
+        # final delta cannot, and the paused guest must come back to A.
+        def kill_terminal_when_migrating():
+            def migrating():
+                return any('nova: migrating' in e for e in self.events(m))
+            self.dep.wait(migrating, 600, 'the cutover to start',
+                          interval=0.05)
+            self.dep.processes[self.sandbox.terminal('site-b')[0]].kill9()
+        killer = threading.Thread(target=kill_terminal_when_migrating,
+                                  daemon=True)
+        killer.start()
+        self.openstack('fedex', 'migration', 'cutover', m['id'])
+        killer.join(700)
+        self.dep.wait(lambda: any('nova: rolled_back' in e or
+                                  'nova: stranded' in e
+                                  for e in self.events(m)), 600,
+                      'the end of the cutover')
+        self.assertFalse(any('nova: stranded' in e for e in self.events(m)),
+                         self.events(m))
+        self.assertTrue(any('migrated back' in e or 'rolled_back' in e
+                            for e in self.events(m)))
+
+        def settled():
+            shown = self.show(sid)
+            return shown['status'] == 'ACTIVE' and shown
+        shown = self.dep.wait(settled, 300, 'the server ACTIVE again')
+        self.assertEqual(SITE_A_HOST, shown['OS-EXT-SRV-ATTR:host'])
+        # Alive at A, every tick kept.
+        resumed = at_a.wait_advancing(ticks=20, timeout=120)
+        counters = [t.counter for t in at_a.read_ring()]
+        self.assertEqual(list(range(counters[0], counters[-1] + 1)),
+                         counters)
+        self.assertIn(self.host(SITE_A_HOST).virsh('domstate', sid).strip(),
+                      ('running',))
+        print('rollback: guest alive at A, counter %d' % resumed.counter)
