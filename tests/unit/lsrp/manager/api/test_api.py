@@ -418,7 +418,7 @@ class TestEveryRouteIsGuarded(Fixture):
         m = self.create()
         ids = {'migration_id': m['id'], 'shipment_id': 'x',
                'device_id': 'SN-0', 'terminal_id': 'term-a',
-               'site_id': 'site-a'}
+               'site_id': 'site-a', 'server_id': 'vm1'}
         bodies = {'/v1/migrations/{migration_id}/action': {'abort': {}}}
         checked = 0
         for path, methods in app_mod.ROUTES.items():
@@ -431,4 +431,4 @@ class TestEveryRouteIsGuarded(Fixture):
                 self.assertEqual(403, resp.status_int,
                                  '%s %s: %s' % (method, url, resp.text))
                 checked += 1
-        self.assertEqual(23, checked)    # every route but / and /v1
+        self.assertEqual(25, checked)    # every route but / and /v1

@@ -9,6 +9,7 @@ from tests.unit.lsrp.manager.api import test_api
 
 SERVICE = test_api.SERVICE
 MEMBER = test_api.MEMBER
+PORTS = {'site-a': 14501, 'site-b': 14502}
 READY = ('snapshot', 'export', 'seal', 'ship', 'deliver', 'import',
          'catch_up', 'converge')
 
@@ -20,19 +21,20 @@ class TestCutoverPlan(test_api.Fixture):
         for site in ('site-a', 'site-b'):
             self.call('POST', '/v1/terminals', {
                 'name': 'term-' + site[-1], 'site': site, 'slots': 2,
-                'lsrp_address': '127.0.0.1:1450%s' % site[-1]},
+                'lsrp_address': '127.0.0.1:%d' % PORTS[site]},
                 roles=SERVICE, status=201)
             self.call('PUT', '/v1/terminals/term-%s/health' % site[-1],
                       {'state': 'UP', 'info': {'slots': 2}},
                       roles=SERVICE, status=200)
         self.devices()
+        # After the create: its preflight would connect to the cluster.
+        self.m = self.create()
         conf = os.path.join(self.tmp, 'site-b.conf')
         with open(conf, 'w') as f:
             f.write('[global]\nfsid = 1234\nmon host = '
                     '[v2:127.0.0.1:14100,v1:127.0.0.1:14101]\n')
         db.update(self.ctx, 'site', db.get(self.ctx, 'site', 'site-b')['id'],
                   {'ceph_conf': conf})
-        self.m = self.create()
 
     def plan(self, server='vm1', **kw):
         return self.call('GET', '/v1/servers/%s/cutover' % server, **kw)
