@@ -21,8 +21,7 @@ import os
 import subprocess
 import threading
 import time
-
-from lxml import etree
+from xml.etree import ElementTree as etree
 
 from lsrp.manager.db import api as db
 from lsrp.manager import states
