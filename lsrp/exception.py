@@ -242,3 +242,112 @@ class TerminalUnreachable(FedexException):
 class TerminalRefused(FedexException):
     """The TLS handshake with another terminal failed (not retried)."""
     message = "terminal %(peer)s: %(reason)s"
+
+
+# --- the shipment manager (lsrp/manager) --------------------------------------
+
+class ManagerError(FedexException):
+    message = "manager: %(reason)s"
+
+
+class InvalidTransition(ManagerError):
+    """A state machine refused an event: names both states."""
+    message = ("%(kind)s %(id)s: cannot go from %(current)s to %(target)s "
+               "(%(reason)s)")
+
+
+class NotFound(ManagerError):
+    message = "%(kind)s %(id)s does not exist"
+
+
+class Conflict(ManagerError):
+    message = "%(kind)s %(id)s: %(reason)s"
+
+
+class InvalidInput(ManagerError):
+    message = "invalid %(field)s: %(reason)s"
+
+
+class TerminalUnavailable(ManagerError):
+    message = ("terminal %(terminal)s did not answer %(operation)s: "
+               "%(reason)s; the migration waits and retries")
+
+
+class OperationFailed(ManagerError):
+    message = ("terminal %(terminal)s: %(operation)s %(op_id)s failed: "
+               "%(reason)s")
+
+
+class CustodyMismatch(ManagerError):
+    message = ("shipment %(shipment)s: custody check failed: %(reason)s; "
+               "nothing is imported from these devices")
+
+
+class KeyManagerError(ManagerError):
+    message = "key %(key)s: %(reason)s"
+
+
+class CourierError(ManagerError):
+    message = "courier %(courier)s: %(reason)s"
+
+
+class ServiceFailed(SandboxError):
+    """A service of the sandbox's mini-cloud did not start or answer."""
+    message = "sandbox: %(service)s %(reason)s; see %(log)s%(tail)s"
+
+
+# --- the planner and fedex-api ------------------------------------------------
+
+class PlanCannotConverge(FedexException):
+    message = ("plan cannot converge: %(what)s: writes of %(write_rate)s "
+               "while the WAN carries %(bandwidth)s; a live copy never catches up "
+               "with writes at or above the bandwidth: lower the write rate "
+               "(throttle the guests, fewer VMs at once) or raise the "
+               "bandwidth")
+
+
+class InvalidPlanInput(FedexException):
+    message = "plan input %(field)s: %(reason)s"
+
+
+class PolicyNotAuthorized(FedexException):
+    message = ("policy does not allow %(action)s for this token (roles: "
+               "%(roles)s, project %(project)s)")
+
+
+class PreflightFailed(FedexException):
+    """A migration that cannot work: every reason, so all are fixed at once."""
+
+    message = "the migration cannot work: %(reasons)s"
+
+    def __init__(self, reasons):
+        self.reasons = list(reasons)
+        super().__init__(reasons='; '.join(self.reasons))
+
+
+# --- Nova and Cinder cutover (nova_fedex, cinder_fedex) -------------------
+
+class CutoverError(FedexException):
+    message = ("server %(server)s: FedEx cutover of migration %(migration)s "
+               "failed: %(reason)s")
+
+
+class CutoverRefused(CutoverError):
+    message = ("server %(server)s: FedEx cutover refused: %(reason)s. The "
+               "server stays where it is; nothing was changed")
+
+
+class FinalDeltaFailed(CutoverError):
+    message = ("server %(server)s: the final delta of migration "
+               "%(migration)s to terminal %(terminal)s failed: %(reason)s")
+
+
+class ManagerUnavailable(FedexException):
+    message = ("the FedEx migration service (fedex-api, service type "
+               "vm-shipping) could not answer %(request)s: %(reason)s")
+
+
+class VolumeInMigration(FedexException):
+    message = ("volume %(volume)s is in FedEx migration %(migration)s: "
+               "%(operation)s is refused until the migration ends or is "
+               "aborted (openstack fedex migration show %(migration)s)")

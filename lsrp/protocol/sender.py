@@ -89,7 +89,7 @@ class DiskSender(object):
         self.ordered = None
 
     async def send(self, from_snapshot, snapshot, verify=False, extra=(),
-                   describe=False, group=None):
+                   describe=False, group=None, head=False):
         """Returns (changed bytes, bytes on the wire).
 
         ``from_snapshot`` None sends every allocated extent (a full copy);
@@ -98,7 +98,10 @@ class DiskSender(object):
         session and carry a share of the blocks (parallel streams).
         ``describe``: tell the destination the image's object size and
         features (a device set records them). ``group``: snapshot N waits
-        for that group's commit (``commit_group``).
+        for that group's commit (``commit_group``). ``head``: read the
+        image's head, not a source snapshot (its writer is stopped: the
+        final delta of a cutover), and name the result ``snapshot`` at the
+        destination.
         """
         conn = self.client.conn
         opened = await conn.request(m.INIT_SESSION, {
@@ -113,7 +116,8 @@ class DiskSender(object):
                     % self.spec)
         pool_name, name = self.spec.split('/', 1)
         with self.cluster.pool(pool_name) as pool:
-            with pool.open_image(name, snapshot=snapshot) as image:
+            with pool.open_image(name, snapshot=None if head else snapshot,
+                                 read_only=True if head else None) as image:
                 size = image.size()
                 start = {'snapshot': snapshot, 'size': size}
                 ident = await asyncio.to_thread(identity, self.cluster, image,

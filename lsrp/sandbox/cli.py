@@ -1,6 +1,9 @@
 """``fedex-sandbox``: the local two-site Ceph environment.
 
-    fedex-sandbox up        start (or create) site-a and site-b, wait for health
+    fedex-sandbox up        start (or create) site-a and site-b, the shared
+                            services, a conductor and a terminal agent per
+                            site; wait for health; --openstack: also the
+                            two-site OpenStack mini-cloud
     fedex-sandbox status    health and daemons of each site
     fedex-sandbox env       shell exports of each site's conf and keyring
     fedex-sandbox down      stop the daemons we started (data is kept)
@@ -8,6 +11,8 @@
     fedex-sandbox wan-up [--rate-mbit N] [--delay-ms N]   the emulated WAN
     fedex-sandbox wan-down
     fedex-sandbox demo      move a writing VM's disks from site-a to site-b
+                            through the shipment manager (--direct: the
+                            engine's steps called one by one)
 """
 
 import json
@@ -38,8 +43,14 @@ UP_RESULTS = {'healthy': 'already healthy',
 
 
 def do_up(sb):
-    for name, action in sb.up().items():
-        print('%s: %s' % (name, UP_RESULTS[action]))
+    sites = {s.name for s in sb.sites}
+    for name, action in sb.up(openstack=getattr(CONF.command, 'openstack', False)).items():
+        print('%s: %s' % (name, UP_RESULTS[action] if name in sites
+                          else action))
+    # The shipment manager: a conductor and one terminal agent per site.
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
+    for name, action in manager_sandbox.SandboxManager(sb).up().items():
+        print('%s: %s' % (name, action))
     return 0
 
 
@@ -55,7 +66,34 @@ def do_status(sb):
             where = ('pid %d' % d['pid']) if d['pid'] else d['state'].upper()
             print('  %-6s %-8s %s' % (d['name'], where, 'log: ' + d['log']))
         healthy &= entry['healthy']
+    print('services:')
+    for svc in sb.shared.status():
+        print_service(svc)
+        healthy &= svc['state'] == 'running'
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
+    manager = manager_sandbox.SandboxManager(sb)
+    if manager.configured():
+        print('manager:')
+        for svc in manager.status():
+            print_service(svc)
+            healthy &= svc['state'] == 'running'
+    else:
+        print('manager: not set up (fedex-sandbox up starts it)')
+    cloud = sb.cloud()
+    if cloud.exists():
+        print('openstack: (clouds.yaml: %s)' % cloud.clouds_yaml)
+        for svc in cloud.status():
+            print_service(svc)
+            healthy &= svc['state'] == 'running'
     return 0 if healthy else 1
+
+
+def print_service(svc):
+    where = ('pid %d' % svc['pid']) if svc['pid'] else svc['state'].upper()
+    port = (':%d' % svc['port']) if svc['port'] else ''
+    rss = ('%d MiB' % svc['rss_mib']) if svc['rss_mib'] is not None else ''
+    print('  %-16s %-10s %-7s %8s  log: %s' % (svc['name'], where, port, rss,
+                                               svc['log']))
 
 
 def do_env(sb):
@@ -70,10 +108,23 @@ def do_env(sb):
         print('export FEDEX_%s_LSRP_CONF=%s' % (
             s.name.upper().replace('-', '_'),
             shlex.quote(sb.terminal_conf(s.name))))
+    shared = sb.shared
+    for key, value in (('FEDEX_TRANSPORT_URL', shared.transport_url()),
+                       ('FEDEX_DATABASE_URL', shared.database_url('fedex')),
+                       ('FEDEX_ZOOKEEPER_HOSTS', shared.zookeeper_hosts())):
+        print('export %s=%s' % (key, shlex.quote(value)))
+    cloud = sb.cloud()
+    if cloud.exists():
+        for key, value in sorted(cloud.client_env().items()):
+            print('export %s=%s' % (key, shlex.quote(value)))
     return 0
 
 
 def do_down(sb):
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
+    stopped = manager_sandbox.SandboxManager(sb).down()
+    print('manager: %s' % (', '.join('%s (pid %d)' % x for x in stopped)
+                           if stopped else 'nothing was running'))
     for name, stopped in sb.down().items():
         print('%s: %s' % (name, ', '.join('%s (pid %d)' % x for x in stopped)
                           if stopped else 'nothing was running'))
@@ -81,6 +132,8 @@ def do_down(sb):
 
 
 def do_destroy(sb):
+    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
+    manager_sandbox.SandboxManager(sb).down()
     wan.Wan(sb.run_dir, sb.wan_number(0)).down()
     sb.destroy()
     print('removed %s' % sb.root)
@@ -102,10 +155,20 @@ def do_wan_up(sb):
 def do_demo(sb):
     args = CONF.command
     do_up(sb)
-    demo = demo_mod.Demo(sb, disk_mib=args.disk_mib,
-                         write_rate=int(args.write_rate_mib * (1 << 20)),
-                         rate_mbit=args.rate_mbit, delay_ms=args.delay_ms,
-                         threshold_mib=args.threshold_mib)
+    if args.direct:
+        demo = demo_mod.Demo(sb, disk_mib=args.disk_mib,
+                             write_rate=int(args.write_rate_mib * (1 << 20)),
+                             rate_mbit=args.rate_mbit,
+                             delay_ms=args.delay_ms,
+                             threshold_mib=args.threshold_mib)
+    else:
+        # Through the shipment manager: one request, the conductor and the
+        # terminal agents do the steps.
+        from lsrp.manager import demo as manager_demo  # noqa: heavy
+        demo = manager_demo.ManagerDemo(
+            sb, disk_mib=args.disk_mib,
+            write_rate=int(args.write_rate_mib * (1 << 20)),
+            threshold_mib=args.threshold_mib)
     try:
         summary = demo.run()
     finally:
@@ -172,6 +235,13 @@ def add_command_parsers(subparsers):
                                 '(default: %(default)s).')
             parser.add_argument('--keep', action='store_true',
                                 help='Keep the demo images and devices.')
+            parser.add_argument('--direct', action='store_true',
+                                help='Call the engine\'s steps directly '
+                                'instead of going through the manager.')
+        if command.name == 'up':
+            parser.add_argument('--openstack', action='store_true',
+                                help='Also bring up the mini-cloud: a '
+                                     'two-site OpenStack on both sites.')
         if command.name == 'wan-up':
             _wan_flags(parser, delay_ms=0)
             parser.add_argument('--port', type=int,

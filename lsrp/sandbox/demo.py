@@ -235,7 +235,7 @@ class Demo(object):
                     for s in self.specs)
         wan_bytes = sum(r.wire_bytes for r in rounds)
         summary = {
-            'shipment': shipment, 'tracking': tracking,
+            'shipment': shipment, 'tracking': tracking, 'images': self.specs,
             'bytes_shipped': shipped, 'bytes_over_wan': wan_bytes,
             'rounds': len(rounds), 'final_snapshot': final.snapshot,
             'pause_seconds': self.times['pause'], 'seconds': self.times,

@@ -24,7 +24,7 @@ class TestDemo(base.FunctionalTestCase):
         self.assertGreater(summary['written_during_migration'], 0)
         self.assertIn('destination == source', result.stdout)
         # The demo cleans up after itself at both sites.
+        names = [spec.split('/')[1] for spec in summary['images']]
         for site in ('site-a', 'site-b'):
             self.assertEqual([], [n for n in self.pool(site).list_images()
-                                  if n.startswith('demo-' + summary[
-                                      'shipment'].split('-')[1])])
+                                  if n in names])

@@ -1,0 +1,176 @@
+"""``fedex-sandbox demo``: a writing VM's disks moved by the manager.
+
+The same story as before, but nothing here calls a step: one request to
+the manager's facade, and the conductor and the terminal agents of the
+sandbox do the rest (snapshot, export, seal, the simulated courier,
+custody check, import, catch-up rounds, final delta at the cutover,
+crypto-erase). The demo prints the migration's events (state changes,
+progress) as they happen, plays Nova at the cutover (pauses the writer),
+then checks both sites with ``rbd export | sha256sum``.
+"""
+
+import os
+import time
+import uuid
+
+from oslo_config import cfg
+
+from lsrp import exception
+from lsrp.manager import actions
+from lsrp.manager import conductor
+from lsrp.manager import context
+from lsrp.manager.db import api as db
+from lsrp.manager import opts
+from lsrp.manager import sandbox as sandbox_mod
+from lsrp.manager import states
+from lsrp.rbd import Cluster
+from lsrp.sandbox import demo as direct_demo
+
+MiB = 1 << 20
+
+
+class ManagerDemo(object):
+
+    def __init__(self, sb, disk_mib=256, write_rate=1 << 20,
+                 threshold_mib=2, out=print, timeout=900):
+        self.sb = sb
+        self.disk_mib = disk_mib
+        self.write_rate = write_rate
+        self.threshold = int(threshold_mib * MiB)
+        self.out = out
+        self.timeout = timeout
+        self.id = uuid.uuid4().hex[:8]
+        self.specs = ['vms/demo-%s-disk0' % self.id,
+                      'vms/demo-%s-disk1' % self.id]
+        self.marker = None
+
+    def _connect(self):
+        mgr = sandbox_mod.SandboxManager(self.sb)
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        conf(['--config-file', os.path.join(mgr.dep.work, 'manage.conf')],
+             project='fedex-demo')
+        db.configure(conf.database.connection)
+        self.backend, self.board = conductor.install_poster(conf)
+        self.ctx = context.RequestContext(user_id='demo', project_id='demo')
+
+    def _images(self):
+        a = self.sb.site('site-a')
+        self.ca = Cluster(a.conf, a.keyring, site='site-a')
+        self.ca.connect()
+        with self.ca.pool('vms') as pool:
+            for i, spec in enumerate(self.specs):
+                name = spec.split('/')[1]
+                size = self.disk_mib * MiB // (i + 1)
+                pool.create_image(name, size)
+                with pool.open_image(name) as img:
+                    for off in range(0, size // 2, 4 * MiB):
+                        img.write(off, os.urandom(2 * MiB))
+
+    def _show(self, m):
+        for ev in actions.events_query(self.ctx, migration=m['id'],
+                                       marker=self.marker, limit=200):
+            self.marker = ev['id']
+            if ev['kind'] == 'state':
+                self.out('  %s -> %s  %s' % (ev['from_state'] or '-',
+                                             ev['to_state'], ev['message']))
+            elif ev['kind'] in ('progress', 'error', 'custody', 'health'):
+                self.out('  [%s] %s' % (ev['kind'], ev['message']))
+
+    def _wait(self, m, wanted):
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            self._show(m)
+            cur = db.get(self.ctx, 'migration', m['id'])
+            if cur['state'] in wanted:
+                return cur
+            if cur['state'] == states.FAILED:
+                raise exception.ManagerError(
+                    reason='migration %s FAILED: %s' % (cur['id'],
+                                                        cur['last_error']))
+            time.sleep(0.5)
+        raise exception.ManagerError(reason='demo: no %s after %d s' % (
+            ' or '.join(wanted), self.timeout))
+
+    def _ready_terminals(self):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            terms = actions.terminal_list(self.ctx)
+            blank = actions.device_list(self.ctx, {'state': 'BLANK'})
+            if len(terms) == 2 and all(t['health'] == 'UP' for t in terms) \
+                    and len(blank) >= sandbox_mod.DEVICES_PER_SITE:
+                return
+            time.sleep(0.5)
+        raise exception.ManagerError(reason='the terminals of the sandbox '
+                                     'did not report with blank devices; '
+                                     'see %s' % sandbox_mod.SandboxManager(
+                                         self.sb).log_dir)
+
+    def run(self):
+        self._connect()
+        self._ready_terminals()
+        self._images()
+        writer = direct_demo.Writer(self.ca, self.specs, self.write_rate)
+        writer.start()
+        begin = time.monotonic()
+        try:
+            return self._run(writer, begin)
+        finally:
+            writer.stopped.set()
+            writer.resume()
+            writer.join()
+            self.ca.close()
+            self.board.close()
+
+    def _run(self, writer, begin):
+        out = self.out
+        m = actions.migration_create(
+            self.ctx, [{'server_id': 'demo-%s' % self.id,
+                        'volumes': self.specs}], 'site-a', 'site-b',
+            name='demo-%s' % self.id,
+            options={'cutover': 'approved', 'retention_days': 0,
+                     'threshold_bytes': self.threshold, 'max_rounds': 6})
+        out('demo %s: migration %s of %s' % (self.id, m['id'],
+                                             ', '.join(self.specs)))
+        m = self._wait(m, (states.READY_FOR_CUTOVER,))
+        out('  ready for cutover after %.1f s; cutover: the VM pauses'
+            % (time.monotonic() - begin))
+        paused = time.monotonic()
+        writer.pause()
+        actions.migration_approve_cutover(self.ctx, m['id'])
+        actions.migration_cutover_start(self.ctx, m['id'])
+        m = self._wait(m, (states.COMPLETED, states.CLEANED))
+        pause = time.monotonic() - paused
+        a, b = self.sb.site('site-a'), self.sb.site('site-b')
+        equal = all(
+            a.export_sha256('%s@%s' % (v['source_image'], m['last_snapshot']))
+            == b.export_sha256('%s@%s' % (v['dest_image'],
+                                          m['last_snapshot']))
+            for v in m['volumes'])
+        m = self._wait(m, (states.CLEANED,))
+        shown = actions.migration_show(self.ctx, m['id'])
+        ship = shown['shipments'][0] if shown['shipments'] else {}
+        exported = [o for o in shown['operations'] if o['kind'] == 'export']
+        rounds = [e for e in actions.events_query(
+            self.ctx, migration=m['id'], kind='progress', limit=1000)
+            if (e.get('details') or {}).get('wire_bytes') is not None]
+        summary = {
+            'migration': m['id'], 'shipment': ship.get('name'),
+            'tracking': ship.get('tracking_number'), 'images': self.specs,
+            'bytes_shipped': sum(o['bytes_done'] for o in exported),
+            'bytes_over_wan': sum(e['details']['wire_bytes']
+                                  for e in rounds),
+            'rounds': m['rounds'], 'final_snapshot': m['last_snapshot'],
+            'pause_seconds': round(pause, 2),
+            'seconds': round(time.monotonic() - begin, 1),
+            'written_during_migration': writer.written,
+            'destination_equals_source': equal, 'state': m['state']}
+        out('destination == source at %s (rbd export | sha256sum, both '
+            'disks): %s' % (m['last_snapshot'], 'yes' if equal else 'NO'))
+        return summary
+
+    def cleanup(self):
+        direct = direct_demo.Demo(self.sb)
+        direct.specs = self.specs
+        direct.work = os.path.join(self.sb.root, 'demo-%s' % self.id)
+        direct.cleanup()

@@ -1,0 +1,75 @@
+"""Options of nova_fedex, in nova.conf's ``[fedex]`` group.
+
+Every compute of both sites carries them; ``site`` is what tells two Ceph
+clusters apart (Nova itself assumes one cluster for all rbd computes).
+"""
+
+from oslo_config import cfg
+
+from nova_fedex import manager_client
+
+GROUP = 'fedex'
+
+fedex_opts = [
+    cfg.StrOpt('site',
+               help='Name of this compute\'s site, i.e. of the Ceph cluster '
+                    'its [libvirt] images_rbd_* options name (e.g. site-a). '
+                    'Unset: the driver behaves exactly like the stock '
+                    'LibvirtDriver and knows nothing of other sites; set it '
+                    'on every compute of both sites.'),
+    cfg.BoolOpt('require_peer_site',
+                default=True,
+                help='Refuse a live migration to a destination that does not '
+                     'say which site it belongs to (a compute without '
+                     'nova_fedex, or without [fedex] site): Nova would '
+                     'otherwise run the guest at the destination with this '
+                     'site\'s disks if the two were in different clusters.'),
+    cfg.StrOpt('terminal_name',
+               help='Name this compute gives itself to the destination '
+                    'terminal (its TLS client certificate\'s name). Default: '
+                    '[DEFAULT] host.'),
+    cfg.StrOpt('tls_ca',
+               help='CA certificate (PEM) that signed the terminals\' '
+                    'certificates.'),
+    cfg.StrOpt('tls_cert',
+               help='This compute\'s TLS client certificate (PEM) for the '
+                    'terminals.'),
+    cfg.StrOpt('tls_key',
+               help='Private key of tls_cert.'),
+    cfg.StrOpt('ceph_keyring',
+               help='Keyring of [libvirt] rbd_user for reading the source '
+                    'images during the final delta. Unset: the keyring named '
+                    'in [libvirt] images_rbd_ceph_conf.'),
+    cfg.IntOpt('final_delta_streams',
+               default=1, min=1, max=16,
+               help='Connections per disk to the destination terminal for '
+                    'the final delta, all opened before the guest pauses.'),
+    cfg.IntOpt('final_delta_retries',
+               default=3, min=0,
+               help='How many times a final delta that lost its connection '
+                    'is resumed before the cutover rolls back.'),
+    cfg.FloatOpt('final_delta_timeout',
+                 default=120.0, min=1.0,
+                 help='Seconds the final delta of all disks may take before '
+                      'the cutover rolls back (the guest is paused all that '
+                      'time).'),
+    cfg.StrOpt('final_delta_verify',
+               default='blocks', choices=('blocks', 'image'),
+               help='blocks: every block carries its digest and the terminal '
+                    'checks each one and the group commit (cheap, inside the '
+                    'pause). image: also compare a digest of each whole image '
+                    '(reads every disk: only for small disks or tests).'),
+    cfg.FloatOpt('migrate_back_timeout',
+                 default=600.0, min=1.0,
+                 help='Seconds to wait for a paused guest migrated back to '
+                      'this host after a failed final delta.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(fedex_opts, group=GROUP)
+    manager_client.register_opts(conf, GROUP)
+
+
+def list_opts():
+    return [(GROUP, fedex_opts + manager_client.list_opts())]

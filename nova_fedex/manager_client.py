@@ -1,0 +1,181 @@
+"""The one place where nova_fedex talks to the FedEx migration manager.
+
+Nova's side needs two things from the manager: the *cutover plan* of a
+server (is its migration ready, where every disk lands at site B, which
+terminal takes the final delta) and a way to *report* what happened during
+the cutover. :class:`ManagerClient` is that interface; :class:`FedexApiClient`
+implements it over fedex-api (Keystone service type ``vm-shipping``).
+
+REST contract (implemented by the manager's API, see doc/source/nova.rst):
+
+* ``GET /v1/servers/{server_id}/cutover`` -> 200 ``{"cutover": PLAN}``, or
+  404 when no FedEx migration names the server.
+* ``POST /v1/migrations/{migration_id}/cutover-events`` with
+  ``{"event": EVENT, "host": HOST, "details": {...}}`` -> 202.
+"""
+
+import collections
+
+from oslo_log import log as logging
+
+from lsrp import exception
+
+LOG = logging.getLogger(__name__)
+
+SERVICE_TYPE = 'vm-shipping'
+# The manager's migration state in which Nova may cut over (MANAGER.md:
+# ready_for_cutover --'cutover'--> cutting_over, then the manager calls
+# Nova's live migration).
+READY_STATES = ('cutting_over',)
+
+# Events reported to the manager, in the order a cutover goes through them.
+EVENTS = ('refused', 'migrating', 'paused_at_destination', 'delta_applied',
+          'resumed', 'completed', 'rolled_back', 'stranded')
+
+Terminal = collections.namedtuple('Terminal', 'host port server_name')
+Disk = collections.namedtuple('Disk', 'kind source destination volume_id')
+
+
+class Cluster(collections.namedtuple('Cluster', 'fsid monitors')):
+    """The destination Ceph cluster: ``monitors`` is [(host, port), ...]."""
+
+
+class CutoverPlan(collections.namedtuple(
+        'CutoverPlan', 'migration_id state server_id source_site '
+                       'destination_site destination_host shipment_id '
+                       'cluster terminal disks')):
+    """What the manager says about one server's FedEx migration.
+
+    ``disks``: every rbd image of the server (root, ephemeral, swap, config
+    drive, attached volumes), ``source`` and ``destination`` as
+    ``pool/image`` in clusters A and B.
+    """
+
+    @property
+    def ready(self):
+        return (self.state or '').lower() in READY_STATES
+
+    def disk_for_source(self, spec):
+        for disk in self.disks:
+            if disk.source == spec:
+                return disk
+        return None
+
+    def volume(self, volume_id):
+        for disk in self.disks:
+            if disk.volume_id == volume_id:
+                return disk
+        return None
+
+    @classmethod
+    def from_dict(cls, body):
+        """Build a plan from fedex-api's JSON; a clear error if malformed."""
+        try:
+            cluster = body['destination_cluster']
+            monitors = []
+            for mon in cluster['monitors']:
+                host, _, port = str(mon).rpartition(':')
+                monitors.append((host.strip('[]'), port))
+            terminal = body['terminal']
+            return cls(
+                migration_id=body['id'], state=body['state'],
+                server_id=body['server_id'],
+                source_site=body['source_site'],
+                destination_site=body['destination_site'],
+                destination_host=body.get('destination_host'),
+                shipment_id=body['shipment_id'],
+                cluster=Cluster(cluster.get('fsid'), monitors),
+                terminal=Terminal(terminal['host'], int(terminal['port']),
+                                  terminal['server_name']),
+                disks=[Disk(d['kind'], d['source'], d['destination'],
+                            d.get('volume_id')) for d in body['disks']])
+        except (KeyError, TypeError, ValueError) as e:
+            raise exception.ManagerUnavailable(
+                request='the cutover plan', reason='malformed answer '
+                '(missing or bad %s)' % e)
+
+
+class ManagerClient(object):
+    """Interface: what nova_fedex asks of the manager."""
+
+    def get_cutover(self, context, instance):
+        """The :class:`CutoverPlan` of ``instance``, or None if none.
+
+        Raises ManagerUnavailable when the manager cannot answer.
+        """
+        raise NotImplementedError()
+
+    def report(self, context, plan, event, host, **details):
+        """Tell the manager what the cutover of ``plan`` just did.
+
+        Never raises: a report that cannot be sent is logged (the manager
+        reconciles from Nova's migration record).
+        """
+        raise NotImplementedError()
+
+
+class FedexApiClient(ManagerClient):
+    """:class:`ManagerClient` over fedex-api with a keystoneauth session."""
+
+    def __init__(self, conf, group='fedex'):
+        from keystoneauth1 import loading as ks_loading
+
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        session = ks_loading.load_session_from_conf_options(
+            conf, group, auth=auth)
+        self._adapter = ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, auth=auth)
+
+    def _request(self, method, url, what, **kw):
+        from keystoneauth1 import exceptions as ks_exc
+
+        try:
+            return self._adapter.request(url, method, raise_exc=False,
+                                         **kw)
+        except ks_exc.ClientException as e:
+            raise exception.ManagerUnavailable(request=what, reason=e,
+                                               cause=e)
+
+    def get_cutover(self, context, instance):
+        what = 'GET the cutover plan of server %s' % instance.uuid
+        resp = self._request('GET', '/v1/servers/%s/cutover' % instance.uuid,
+                             what)
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            raise exception.ManagerUnavailable(
+                request=what, reason='HTTP %d: %s' % (resp.status_code,
+                                                      resp.text[:200]))
+        return CutoverPlan.from_dict(resp.json()['cutover'])
+
+    def report(self, context, plan, event, host, **details):
+        what = 'the %s event of migration %s' % (event, plan.migration_id)
+        try:
+            resp = self._request(
+                'POST', '/v1/migrations/%s/cutover-events' %
+                plan.migration_id, what,
+                json={'event': event, 'host': host, 'details': details})
+            if resp.status_code >= 300:
+                raise exception.ManagerUnavailable(
+                    request=what, reason='HTTP %d' % resp.status_code)
+        except exception.ManagerUnavailable as e:
+            LOG.warning('%s (the manager reconciles from the Nova '
+                        'migration record)', e)
+
+
+def register_opts(conf, group='fedex'):
+    from keystoneauth1 import loading as ks_loading
+
+    ks_loading.register_session_conf_options(conf, group)
+    ks_loading.register_auth_conf_options(conf, group)
+    ks_loading.register_adapter_conf_options(conf, group)
+    conf.set_default('service_type', SERVICE_TYPE, group=group)
+
+
+def list_opts():
+    from keystoneauth1 import loading as ks_loading
+
+    opts = (ks_loading.get_session_conf_options() +
+            ks_loading.get_auth_common_conf_options() +
+            ks_loading.get_adapter_conf_options(include_deprecated=False))
+    return opts

@@ -1,0 +1,567 @@
+"""FedexLibvirtDriver: Nova's libvirt driver, plus the cross-cluster cutover.
+
+Without ``[fedex] site`` (or for a live migration between two computes of
+the same site) every method below is the stock LibvirtDriver's. A live
+migration to a compute of *another* site is a FedEx cutover, and only that:
+
+1. ``check_can_live_migrate_destination`` (dest) adds a marker with its site,
+   cephx user and libvirt secret to the migrate data;
+   ``check_can_live_migrate_source`` (source) refuses, with the server left
+   ACTIVE where it is, unless the manager says the server's migration is
+   cutting over and the server has nothing this version cannot move.
+2. ``live_migration`` (source) opens the terminal connections for the final
+   delta and a libvirt connection to the destination *before* the guest
+   pauses, then runs the stock migration with a guest proxy: the destination
+   XML names cluster B for every rbd disk (it is the persistent definition
+   too) and ``VIR_MIGRATE_PAUSED`` is set, so the guest arrives paused.
+3. At libvirt's COMPLETED (the source QEMU has stopped), the wrapped
+   ``post_method`` applies the final delta of every disk, resumes the guest
+   at B, and only then lets Nova's post-migration run. Any failure before
+   the resume migrates the paused guest back and resumes it at the source,
+   then runs Nova's rollback: the server is ACTIVE at the source, its
+   migration ``failed``, with an instance fault saying why.
+"""
+
+import functools
+import time
+
+from nova.compute import power_state
+from nova.compute import utils as compute_utils
+from nova.compute import vm_states
+import nova.conf
+from nova import exception as nova_exception
+from nova import objects
+from nova.virt import driver as virt_driver
+from nova.virt import hardware
+from nova.virt.libvirt import driver as libvirt_driver
+from oslo_log import log as logging
+
+from lsrp import exception
+from nova_fedex import conf as fedex_conf
+from nova_fedex import final_delta
+from nova_fedex import manager_client
+from nova_fedex.virt.libvirt import rbd_xml
+
+CONF = nova.conf.CONF
+fedex_conf.register_opts(CONF)
+LOG = logging.getLogger(__name__)
+
+# libvirt's VIR_MIGRATE_PAUSED (1 << 5); nova's fake libvirt lacks it.
+VIR_MIGRATE_PAUSED = 32
+MARKER_SERIAL = 'fedex-site'
+MARKER_TYPE = 'fedex-site'
+
+
+def _libvirt():
+    # At call time: nova's LibvirtFixture swaps the module in the driver.
+    return libvirt_driver.libvirt
+
+
+def _add_marker(migrate_data, site, target):
+    """Put this compute's site and rbd identity into ``migrate_data.bdms``.
+
+    LibvirtLiveMigrateData has no free-form field and out-of-tree code
+    cannot add one; ``bdms`` entries whose serial matches no disk are
+    ignored by Nova's ``_update_volume_xml``, its only reader.
+    """
+    bdms = [b for b in (migrate_data.bdms if 'bdms' in migrate_data else [])
+            if b.serial != MARKER_SERIAL]
+    marker = objects.LibvirtLiveMigrateBDMInfo(
+        serial=MARKER_SERIAL, bus='none', dev='none', type=MARKER_TYPE,
+        format=None, boot_index=None)
+    marker.connection_info = {'driver_volume_type': MARKER_TYPE,
+                              'data': {'site': site,
+                                       'rbd_user': target.user,
+                                       'rbd_secret_uuid': target.secret_uuid}}
+    bdms.append(marker)
+    migrate_data.bdms = bdms
+
+
+def _record_fault(context, instance, error):
+    """An instance fault whose message says what happened.
+
+    Nova keeps only the class name of an exception that is not one of its
+    own: wrap ours so that ``openstack server show`` tells the reason.
+    """
+    compute_utils.add_instance_fault_from_exc(
+        context, instance, nova_exception.MigrationError(
+            reason='FedEx cutover: %s' % error))
+
+
+def peer_of(migrate_data):
+    """(site, RbdTarget) the destination reported, or None."""
+    if migrate_data is None or 'bdms' not in migrate_data:
+        return None
+    for bdm in migrate_data.bdms:
+        if bdm.serial == MARKER_SERIAL and bdm.type == MARKER_TYPE:
+            data = bdm.connection_info['data']
+            return data['site'], rbd_xml.RbdTarget(data['rbd_user'],
+                                                   data['rbd_secret_uuid'])
+    return None
+
+
+class _Cutover(object):
+    """What the source keeps for one FedEx cutover in flight."""
+
+    def __init__(self, plan, peer_site, target, src_xml, was_paused):
+        self.plan = plan
+        self.peer_site = peer_site
+        self.target = target
+        self.src_xml = src_xml
+        self.was_paused = was_paused
+        self.delta = None
+        self.peer = None          # libvirt connection to the destination
+        self.refused = None       # why the guest proxy did not migrate
+        self.flags = None         # the flags the migration ran with
+        self.timings = {}
+
+    def close(self):
+        if self.delta is not None:
+            self.delta.close()
+            cluster = getattr(self.delta, 'owned_cluster', None)
+            if cluster is not None:
+                cluster.close()
+        if self.peer is not None:
+            try:
+                self.peer.close()
+            except Exception as e:
+                LOG.debug('closing the destination connection: %s', e)
+
+
+class _FedexGuest(object):
+    """The source Guest, with a migrate() for a FedEx cutover."""
+
+    def __init__(self, guest, cutover):
+        self._guest = guest
+        self._cutover = cutover
+
+    def __getattr__(self, name):
+        return getattr(self._guest, name)
+
+    def migrate(self, destination, migrate_uri=None, migrate_disks=None,
+                destination_xml=None, flags=0, bandwidth=0, parallel=0):
+        lv = _libvirt()
+        cutover = self._cutover
+        try:
+            if flags & lv.VIR_MIGRATE_NON_SHARED_INC:
+                raise exception.CutoverRefused(
+                    server=cutover.plan.server_id,
+                    reason='a block migration would copy the disks')
+            if not destination_xml:
+                raise exception.CutoverRefused(
+                    server=cutover.plan.server_id,
+                    reason='no destination XML to point at cluster B')
+            destination_xml = rbd_xml.rewrite(destination_xml, cutover.plan,
+                                              cutover.target)
+        except exception.FedexException as e:
+            # Not raised: Nova would set the server to ERROR. The job never
+            # started, so Nova's monitor finds the guest running here and
+            # rolls back; live_migration() records why.
+            cutover.refused = e
+            return
+        flags = (flags | VIR_MIGRATE_PAUSED) & ~lv.VIR_MIGRATE_POSTCOPY
+        cutover.flags = flags
+        cutover.timings['migrate'] = time.monotonic()
+        return self._guest.migrate(
+            destination, migrate_uri=migrate_uri, migrate_disks=migrate_disks,
+            destination_xml=destination_xml, flags=flags,
+            bandwidth=bandwidth, parallel=parallel)
+
+
+class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
+    """LibvirtDriver with the FedEx cutover; stock otherwise."""
+
+    def __init__(self, virtapi, read_only=False):
+        super().__init__(virtapi, read_only)
+        self._fedex_cutovers = {}
+        self._fedex_manager = None
+
+    # --- per-host values (overridable: tests share one CONF) ---------------
+
+    def _fedex_site(self):
+        return CONF.fedex.site
+
+    def _fedex_rbd_target(self):
+        return rbd_xml.RbdTarget(CONF.libvirt.rbd_user,
+                                 CONF.libvirt.rbd_secret_uuid)
+
+    def _fedex_manager_client(self):
+        if self._fedex_manager is None:
+            self._fedex_manager = manager_client.FedexApiClient(CONF)
+        return self._fedex_manager
+
+    def _fedex_connect_peer(self, uri):
+        """A libvirt connection to the destination (resume, migrate back)."""
+        return _libvirt().open(uri)
+
+    def _fedex_final_delta(self, plan):
+        """A FinalDelta for ``plan``, from this compute's configuration."""
+        from lsrp.rbd import cluster as cluster_mod
+        from lsrp import tls
+
+        conf = CONF.fedex
+        cluster = cluster_mod.Cluster(
+            CONF.libvirt.images_rbd_ceph_conf, keyring=conf.ceph_keyring,
+            client=CONF.libvirt.rbd_user or 'admin', site=self._fedex_site())
+        cluster.connect()
+        ctx = tls.client_context(conf.tls_ca, conf.tls_cert, conf.tls_key)
+        terminal = plan.terminal
+        name = conf.terminal_name or CONF.host
+        from lsrp import catchup
+
+        async def connect():
+            return await catchup.TerminalClient(
+                terminal.host, terminal.port, ctx, terminal.server_name,
+                name).connect()
+
+        delta = final_delta.FinalDelta(
+            cluster, connect, plan.shipment_id,
+            [d.source for d in plan.disks],
+            'fedex-final-%s' % plan.migration_id[:8],
+            streams=conf.final_delta_streams,
+            retries=conf.final_delta_retries,
+            verify=conf.final_delta_verify,
+            describe=(terminal.server_name, plan.server_id))
+        delta.owned_cluster = cluster
+        return delta
+
+    # --- helpers -------------------------------------------------------------
+
+    def _fedex_report(self, context, plan, event, **details):
+        try:
+            self._fedex_manager_client().report(context, plan, event,
+                                                CONF.host, **details)
+        except Exception as e:     # reports never stop a cutover
+            LOG.warning('FedEx: cannot report %s of migration %s: %s',
+                        event, plan.migration_id, e)
+
+    def _fedex_unsupported(self, instance, plan, migrate_data,
+                           block_device_info):
+        """What this server has that a FedEx cutover cannot move."""
+        found = []
+        if migrate_data.block_migration:
+            found.append('a block migration (the disks are shipped, never '
+                         'copied by QEMU)')
+        if CONF.libvirt.images_type != 'rbd':
+            found.append('local disks of [libvirt] images_type=%s (only rbd '
+                         'disks are shipped)' % CONF.libvirt.images_type)
+        if self._is_post_copy_enabled(self._live_migration_flags):
+            found.append('post-copy ([libvirt] '
+                         'live_migration_permit_post_copy): the guest must '
+                         'arrive paused')
+        if instance.numa_topology:
+            found.append('a NUMA topology (pinned CPUs, huge pages)')
+        if instance.pci_requests and instance.pci_requests.requests:
+            found.append('PCI devices (passthrough or SR-IOV ports)')
+        if hardware.get_vtpm_constraint(instance.flavor, instance.image_meta):
+            found.append('a vTPM')
+        if hardware.get_ephemeral_encryption_constraint(instance.flavor,
+                                                        instance.image_meta):
+            found.append('encrypted ephemeral disks')
+        if self._get_all_assigned_mediated_devices(instance):
+            found.append('mediated devices (vGPU)')
+        if self._get_vpmems(instance):
+            found.append('persistent memory (vPMEM)')
+        for bdm in virt_driver.block_device_info_get_mapping(
+                block_device_info):
+            info = bdm['connection_info'] or {}
+            volume = info.get('serial') or info.get('data', {}).get(
+                'volume_id')
+            kind = info.get('driver_volume_type')
+            if kind != 'rbd':
+                found.append('volume %s of type %s (only rbd volumes are '
+                             'shipped)' % (volume, kind))
+            if info.get('multiattach'):
+                found.append('multiattach volume %s' % volume)
+            if info.get('data', {}).get('encrypted') or bdm.get('encrypted'):
+                found.append('encrypted volume %s' % volume)
+            if plan is not None and plan.volume(volume) is None:
+                found.append('volume %s, which migration %s does not ship'
+                             % (volume, plan.migration_id))
+        return found
+
+    def _fedex_plan_for(self, context, instance, peer_site):
+        """The ready plan of a cross-site migration; CutoverRefused if none."""
+        site = self._fedex_site()
+        try:
+            plan = self._fedex_manager_client().get_cutover(context, instance)
+        except exception.ManagerUnavailable as e:
+            raise exception.CutoverRefused(server=instance.uuid, reason=str(e))
+        if plan is None:
+            raise exception.CutoverRefused(
+                server=instance.uuid, reason='a live migration from site %s '
+                'to site %s is only possible as a FedEx cutover, and no FedEx '
+                'migration names this server (Nova would run it at site %s '
+                'on the disks of site %s): start it with openstack server '
+                'migrate --live-migration --fedex' % (
+                    site, peer_site, peer_site, site))
+        if not plan.ready:
+            self._fedex_report(context, plan, 'refused', reason='not ready',
+                               state=plan.state)
+            raise exception.CutoverRefused(
+                server=instance.uuid, reason='FedEx migration %s is %s, not '
+                'cutting over' % (plan.migration_id, plan.state))
+        if (plan.source_site != site or
+                plan.destination_site != peer_site):
+            raise exception.CutoverRefused(
+                server=instance.uuid, reason='FedEx migration %s goes from '
+                '%s to %s, not from %s to %s' % (
+                    plan.migration_id, plan.source_site,
+                    plan.destination_site, site, peer_site))
+        return plan
+
+    def get_volume_connector(self, instance):
+        # cinder_fedex answers a connector from the peer site with the peer
+        # cluster's connection info for volumes that are being shipped.
+        connector = super().get_volume_connector(instance)
+        site = self._fedex_site()
+        if site:
+            connector['fedex_site'] = site
+        return connector
+
+    # --- destination side ---------------------------------------------------
+
+    def check_can_live_migrate_destination(self, context, instance,
+                                           *args, **kwargs):
+        data = super().check_can_live_migrate_destination(
+            context, instance, *args, **kwargs)
+        site = self._fedex_site()
+        if site:
+            _add_marker(data, site, self._fedex_rbd_target())
+        return data
+
+    def pre_live_migration(self, context, instance, block_device_info,
+                           network_info, disk_info, migrate_data):
+        migrate_data = super().pre_live_migration(
+            context, instance, block_device_info, network_info, disk_info,
+            migrate_data)
+        site = self._fedex_site()
+        if site:
+            # The stock method rebuilt ``bdms`` from the volumes.
+            _add_marker(migrate_data, site, self._fedex_rbd_target())
+        return migrate_data
+
+    def post_live_migration_at_destination(self, context, instance,
+                                           network_info,
+                                           block_migration=False,
+                                           block_device_info=None):
+        # A FedEx guest arrives paused; the source resumes it after the
+        # final delta. If that resume did not reach us, resume here, before
+        # Nova records the power state. A stock migration never gets here
+        # with a paused guest and an ACTIVE server.
+        if self._fedex_site() and instance.vm_state == vm_states.ACTIVE:
+            try:
+                guest = self._host.get_guest(instance)
+                if guest.get_power_state(self._host) == power_state.PAUSED:
+                    LOG.warning('FedEx: the guest arrived paused and was not '
+                                'resumed by the source; resuming it',
+                                instance=instance)
+                    guest.resume()
+            except nova_exception.InstanceNotFound:
+                pass
+        return super().post_live_migration_at_destination(
+            context, instance, network_info, block_migration,
+            block_device_info)
+
+    # --- source side ----------------------------------------------------------
+
+    def check_can_live_migrate_source(self, context, instance,
+                                      dest_check_data,
+                                      block_device_info=None):
+        data = super().check_can_live_migrate_source(
+            context, instance, dest_check_data, block_device_info)
+        site = self._fedex_site()
+        if not site:
+            return data
+        peer = peer_of(data)
+        if peer is None:
+            if CONF.fedex.require_peer_site:
+                raise nova_exception.MigrationPreCheckError(
+                    reason='the destination does not say which site (Ceph '
+                    'cluster) it belongs to: is nova_fedex with [fedex] site '
+                    'configured there? ([fedex] require_peer_site)')
+            return data
+        if peer[0] == site:
+            return data
+        try:
+            plan = self._fedex_plan_for(context, instance, peer[0])
+            unsupported = self._fedex_unsupported(instance, plan, data,
+                                                  block_device_info)
+            if unsupported:
+                self._fedex_report(context, plan, 'refused',
+                                   reason='unsupported',
+                                   unsupported=unsupported)
+                raise exception.CutoverRefused(
+                    server=instance.uuid, reason='this version cannot cut '
+                    'over a server with %s' % '; '.join(unsupported))
+        except exception.CutoverRefused as e:
+            LOG.warning('FedEx: %s', e, instance=instance)
+            raise nova_exception.MigrationPreCheckError(reason=str(e))
+        return data
+
+    def live_migration(self, context, instance, dest, post_method,
+                       recover_method, block_migration=False,
+                       migrate_data=None):
+        site = self._fedex_site()
+        peer = peer_of(migrate_data) if site else None
+        if peer is None or peer[0] == site:
+            return super().live_migration(
+                context, instance, dest, post_method, recover_method,
+                block_migration, migrate_data)
+        try:
+            cutover = self._fedex_prepare(context, instance, dest, peer,
+                                          migrate_data)
+        except Exception as e:
+            # Nothing moved yet: Nova's rollback keeps the server here.
+            LOG.error('FedEx: cutover not started: %s', e, instance=instance)
+            _record_fault(context, instance, e)
+            recover_method(context, instance, dest, migrate_data)
+            return
+        self._fedex_cutovers[instance.uuid] = cutover
+        self._fedex_report(context, cutover.plan, 'migrating', dest=dest)
+        try:
+            super().live_migration(
+                context, instance, dest,
+                functools.partial(self._fedex_post, cutover, post_method,
+                                  recover_method),
+                functools.partial(self._fedex_recover, cutover,
+                                  recover_method),
+                block_migration, migrate_data)
+        finally:
+            self._fedex_cutovers.pop(instance.uuid, None)
+            cutover.close()
+
+    def _fedex_prepare(self, context, instance, dest, peer, migrate_data):
+        """Everything a cutover needs, ready before the guest pauses."""
+        plan = self._fedex_plan_for(context, instance, peer[0])
+        guest = self._host.get_guest(instance)
+        cutover = _Cutover(
+            plan, peer[0], peer[1],
+            guest.get_xml_desc(dump_migratable=True),
+            instance.vm_state == vm_states.PAUSED)
+        try:
+            cutover.delta = self._fedex_final_delta(plan).open()
+            addr = migrate_data.target_connect_addr or dest
+            cutover.peer = self._fedex_connect_peer(
+                self._live_migration_uri(addr))
+        except Exception:
+            cutover.close()
+            raise
+        return cutover
+
+    def _live_migration_operation(self, context, instance, dest,
+                                  block_migration, migrate_data, guest,
+                                  device_names):
+        cutover = self._fedex_cutovers.get(instance.uuid)
+        if cutover is not None:
+            guest = _FedexGuest(guest, cutover)
+        return super()._live_migration_operation(
+            context, instance, dest, block_migration, migrate_data, guest,
+            device_names)
+
+    def _fedex_recover(self, cutover, recover_method, context, instance,
+                       dest, migrate_data, *args, **kwargs):
+        """libvirt's migration failed or was cancelled: stock rollback."""
+        reason = cutover.refused or 'the memory migration failed'
+        if cutover.refused is not None:
+            _record_fault(context, instance, cutover.refused)
+        self._fedex_report(context, cutover.plan, 'rolled_back',
+                           reason=str(reason), guest='never left')
+        return recover_method(context, instance, dest, migrate_data,
+                              *args, **kwargs)
+
+    def _fedex_post(self, cutover, post_method, recover_method, context,
+                    instance, dest, block_migration, migrate_data):
+        """At libvirt COMPLETED: final delta, resume, then Nova's post."""
+        plan = cutover.plan
+        paused_at = time.monotonic()
+        try:
+            self._fedex_wait_source_stopped(instance)
+            self._fedex_report(context, plan, 'paused_at_destination')
+            cutover.delta.apply(CONF.fedex.final_delta_timeout)
+            cutover.timings['delta'] = time.monotonic() - paused_at
+            self._fedex_report(context, plan, 'delta_applied',
+                               changed=cutover.delta.changed,
+                               wire=cutover.delta.wire,
+                               seconds=cutover.delta.seconds)
+        except Exception as e:
+            LOG.error('FedEx: cutover fails before the resume: %s; moving '
+                      'the guest back', e, instance=instance)
+            self._fedex_roll_back(cutover, context, instance, e)
+            _record_fault(context, instance, e)
+            return recover_method(context, instance, dest, migrate_data)
+        # From here on site B holds the only current state: go forward.
+        if not cutover.was_paused:
+            try:
+                cutover.peer.lookupByUUIDString(instance.uuid).resume()
+                self._fedex_report(
+                    context, plan, 'resumed',
+                    pause_seconds=time.monotonic() - paused_at)
+            except Exception as e:
+                LOG.warning('FedEx: resuming at %s failed (%s); the '
+                            'destination resumes it in '
+                            'post_live_migration_at_destination', dest, e,
+                            instance=instance)
+        result = post_method(context, instance, dest, block_migration,
+                             migrate_data)
+        self._fedex_report(context, plan, 'completed', dest=dest)
+        return result
+
+    def _fedex_wait_source_stopped(self, instance, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if not self._host.get_guest(instance).is_active():
+                    return
+            except nova_exception.InstanceNotFound:
+                return
+            if time.monotonic() > deadline:
+                raise exception.CutoverError(
+                    server=instance.uuid, migration='?', reason='libvirt '
+                    'reports the migration completed but the source guest '
+                    'still runs')
+            time.sleep(0.1)
+
+    def _fedex_roll_back(self, cutover, context, instance, cause):
+        """Bring the guest back here, running (or paused if it was)."""
+        lv = _libvirt()
+        try:
+            source = self._host.get_guest(instance)
+            if source.is_active():
+                # It never left: drop the paused copy at B.
+                dom = cutover.peer.lookupByUUIDString(instance.uuid)
+                dom.destroy()
+                self._fedex_report(context, cutover.plan, 'rolled_back',
+                                   reason=str(cause), guest='never left')
+                return
+        except nova_exception.InstanceNotFound:
+            pass
+        try:
+            dom = cutover.peer.lookupByUUIDString(instance.uuid)
+            addr = CONF.libvirt.live_migration_inbound_addr or CONF.host
+            flags = ((self._live_migration_flags | VIR_MIGRATE_PAUSED) &
+                     ~(lv.VIR_MIGRATE_POSTCOPY |
+                       lv.VIR_MIGRATE_NON_SHARED_INC))
+            params = {'destination_xml': cutover.src_xml,
+                      'persistent_xml': cutover.src_xml}
+            migrate_uri = None
+            if not flags & lv.VIR_MIGRATE_TUNNELLED:
+                migrate_uri = self._migrate_uri(addr)
+            if migrate_uri:
+                params['migrate_uri'] = migrate_uri
+            dom.migrateToURI3(self._live_migration_uri(addr), params, flags)
+            guest = self._host.get_guest(instance)
+            if not cutover.was_paused:
+                guest.resume()
+        except Exception as e:
+            LOG.critical('FedEx: the guest is paused at the destination and '
+                         'could not be moved back (%s); its disks at this '
+                         'site are intact: resume it here after moving it '
+                         'back by hand (virsh migrate), or resume it at the '
+                         'destination once the final delta is applied', e,
+                         instance=instance)
+            self._fedex_report(context, cutover.plan, 'stranded',
+                               reason=str(cause), error=str(e))
+            raise
+        self._fedex_report(context, cutover.plan, 'rolled_back',
+                           reason=str(cause), guest='migrated back')

@@ -1,0 +1,438 @@
+"""The FedEx cutover through Nova's API, conductor, scheduler and computes.
+
+Nova's own in-process fixtures (as in nova/tests/functional/regressions/
+test_bug_1741364.py): the API, conductor, scheduler, Placement, Glance,
+Neutron and Cinder fixtures and two libvirt computes on fake libvirt, with
+images_type=rbd. ``src`` is at site-a, ``dest`` at site-b (each driver is
+told its own site; nova's tests share one CONF). The fake libvirt's
+migrateToURI3 does what libvirt does: the destination domain is created
+from the destination XML (paused with VIR_MIGRATE_PAUSED) and the source
+stops; a migration started on the destination goes back the same way.
+
+The manager and the final delta are test doubles here (the manager is
+written elsewhere; the final delta is tested against real Ceph and a real
+terminal in tests/functional/test_final_delta.py): the double records when
+the delta ran and checks that the guest was paused at B and stopped at A at
+that moment.
+"""
+
+import io
+import time
+from unittest import mock
+
+import fixtures
+from oslo_utils.fixture import uuidsentinel as uuids
+from oslo_utils import units
+
+from nova import context as nova_context
+from nova import objects
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.api import client
+from nova.tests.functional import integrated_helpers
+from nova.tests.functional.libvirt import base
+
+from lsrp import exception
+from nova_fedex.cmd import compute as fedex_compute
+from nova_fedex.virt.libvirt import driver as fedex_driver
+from nova_fedex.virt.libvirt import rbd_xml
+from tests.drivers.nova import fakes
+
+fedex_compute.register()
+
+MONS_A = (['10.1.0.1', '10.1.0.2'], ['6789', '6789'])
+MONS_B = [('10.2.0.1', '3300'), ('10.2.0.2', '3300')]
+TARGETS = {'src': rbd_xml.RbdTarget('nova-a', 'secret-a'),
+           'dest': rbd_xml.RbdTarget('nova-b', 'secret-b')}
+SITES = {'src': 'site-a', 'dest': 'site-b'}
+
+
+class CutoverTestBase(base.LibvirtMigrationMixin,
+                      integrated_helpers._IntegratedTestBase):
+
+    microversion = 'latest'
+    ADMIN_API = True
+    sites = SITES
+    deltas_fail_at = 'apply'
+
+    def _setup_compute_service(self):
+        self.flags(compute_driver='fedex.FedexLibvirtDriver')
+
+    def setUp(self):
+        self.flags(instances_path=self.useFixture(fixtures.TempDir()).path)
+        self.flags(api_paste_config=fakes.api_paste_config(), group='wsgi')
+        self.computes = {}
+        self.compute_rp_uuids = {}
+        super().setUp()
+        self.useFixture(nova_fixtures.CGroupsFixture())
+        self.libvirt = self.useFixture(nova_fixtures.LibvirtFixture())
+        self.useFixture(nova_fixtures.OSBrickFixture())
+        for target, kw in (
+                ('nova.virt.libvirt.LibvirtDriver._create_image',
+                 {'return_value': (False, False)}),
+                ('nova.virt.libvirt.LibvirtDriver._get_local_gb_info',
+                 {'return_value': {'total': 128, 'used': 44, 'free': 84}}),
+                ('nova.virt.libvirt.driver.libvirt_utils.is_valid_hostname',
+                 {'return_value': True}),
+                ('nova.virt.libvirt.driver.libvirt_utils.file_open',
+                 {'side_effect': lambda *a, **k: io.BytesIO(b'')}),
+                ('nova.privsep.utils.supports_direct_io',
+                 {'return_value': True}),
+                ('nova.virt.libvirt.host.Host.get_online_cpus',
+                 {'return_value': set(range(16))})):
+            self.useFixture(fixtures.MockPatch(target, **kw))
+        _p = mock.patch('nova.virt.libvirt.host.Host.get_connection')
+        self.mock_conn = _p.start()
+        self.addCleanup(_p.stop)
+        self.flags(group='libvirt', images_type='rbd',
+                   rbd_secret_uuid='secret-a', rbd_user='nova-a')
+        self.flags(group='fedex', site='site-a')
+        # No Ceph: the images "exist", their deletion would be recorded.
+        self.rbd = self.useFixture(fixtures.MockPatch(
+            'nova.storage.rbd_utils.RBDDriver')).mock.return_value
+        self.rbd.get_mon_addrs.return_value = MONS_A
+        self.rbd.size.return_value = 10 * units.Gi
+        self.rbd.rbd_user = 'nova-a'
+        self.rbd.pool = 'vms'
+        self.rbd.ceph_conf = ''
+        self.useFixture(fixtures.MockPatch(
+            'nova.virt.libvirt.imagebackend.Rbd.create_image'))
+        self.useFixture(fixtures.MockPatch(
+            'nova.virt.libvirt.imagebackend.Rbd.exists', return_value=True))
+        self.manager = fakes.FakeManager()
+        self.deltas = []
+        self.delta_failure = None
+        self.peer_failure = None
+        self.start_compute('src')
+        self.start_compute('dest')
+        self.src = self.computes['src']
+        self.dest = self.computes['dest']
+
+    def start_compute(self, hostname):
+        conn = fakelibvirt.Connection(
+            'qemu:///system', version=fakelibvirt.FAKE_LIBVIRT_VERSION,
+            hv_version=fakelibvirt.FAKE_QEMU_VERSION,
+            host_info=fakelibvirt.HostInfo(cpu_nodes=1, cpu_sockets=1,
+                                           cpu_cores=4, cpu_threads=1),
+            hostname=hostname)
+        orig = self.mock_conn.return_value
+        self.mock_conn.return_value = conn
+        with mock.patch('nova.virt.node.get_local_node_uuid') as m:
+            m.return_value = str(getattr(uuids, 'node_%s' % hostname))
+            compute = self.start_service('compute', host=hostname)
+            compute.driver._host.get_node_uuid()
+        compute.driver._host.get_connection = lambda: conn
+        self.mock_conn.return_value = orig
+        drv = compute.driver
+        self.assertIsInstance(drv, fedex_driver.FedexLibvirtDriver)
+        drv._fedex_site = lambda: self.sites[hostname]
+        drv._fedex_rbd_target = lambda: TARGETS[hostname]
+        drv._fedex_manager = self.manager
+        drv._fedex_final_delta = self._final_delta
+        drv._fedex_connect_peer = self._connect_peer
+        self.computes[hostname] = compute
+        self.compute_rp_uuids[hostname] = self.placement.get(
+            '/resource_providers?name=%s' % hostname).body[
+            'resource_providers'][0]['uuid']
+
+    # --- doubles ---------------------------------------------------------
+
+    def conn(self, host):
+        return self.computes[host].driver._host.get_connection()
+
+    def _connect_peer(self, uri):
+        if self.peer_failure:
+            raise self.peer_failure
+        return self.conn('dest')
+
+    def _final_delta(self, plan):
+        delta = fakes.FakeDelta(self, plan, self.delta_failure)
+        self.deltas.append(delta)
+        return delta
+
+    def _migrate_stub(self, domain, destination, params, flags):
+        """libvirt's peer-to-peer migration, both ways."""
+        self.migrations.append((domain._connection, flags, params))
+        back = domain._connection is self.conn('dest')
+        target = self.conn('src' if back else 'dest')
+        dom = target.createXML(params['destination_xml'], 0)
+        if flags & fedex_driver.VIR_MIGRATE_PAUSED:
+            dom.suspend()
+        domain.complete_job()
+        # The source QEMU stops (a transient domain, as at B, goes away).
+        domain.destroy()
+
+    # --- helpers ---------------------------------------------------------
+
+    def boot(self):
+        self.migrations = []
+        server = self._create_server(host='src', networks='none')
+        self.server = server
+        xml = self.conn('src').lookupByUUIDString(server['id']).XMLDesc(0)
+        self.src_disks = rbd_xml.rbd_disks(xml)
+        return server
+
+    def plan(self, state='cutting_over', **kw):
+        plan = fakes.plan_for(self.server['id'], self.src_disks, MONS_B,
+                              state=state, **kw)
+        self.manager.plans[self.server['id']] = plan
+        return plan
+
+    def cutover(self, migration='completed', status='ACTIVE', refused=None):
+        """Start it as the manager does: forced to dest (2.30, force).
+
+        ``refused``: a text the API's answer must hold. (Nova's functional
+        fixtures make casts synchronous: a pre-check error reaches the API
+        caller here, and only the migration record in a real cloud.)
+        """
+        api = self.admin_api
+        old, api.microversion = api.microversion, '2.30'
+        try:
+            api.post_server_action(self.server['id'], {'os-migrateLive': {
+                'host': 'dest', 'block_migration': False, 'force': True}})
+            self.assertIsNone(refused, 'the cutover was not refused')
+        except client.OpenStackApiException as e:
+            if refused is None:
+                raise
+            self.assertIn(refused, str(e))
+        finally:
+            api.microversion = old
+        self._wait_for_migration_status(self.server, [migration])
+        return self._wait_for_state_change(self.server, status)
+
+    def host_of(self, server):
+        return self.api.get_server(server['id'])['OS-EXT-SRV-ATTR:host']
+
+    def domain(self, host):
+        return self.conn(host).lookupByUUIDString(self.server['id'])
+
+    def assert_active_at_source(self, fault=None):
+        server = self.api.get_server(self.server['id'])
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual('src', server['OS-EXT-SRV-ATTR:host'])
+        dom = self.domain('src')
+        self.assertEqual(fakelibvirt.VIR_DOMAIN_RUNNING, dom.info()[0])
+        # It runs on cluster A's images, as before.
+        self.assertEqual(self.src_disks, rbd_xml.rbd_disks(dom.XMLDesc(0)))
+        self.assertRaises(fakelibvirt.libvirtError, self.domain, 'dest')
+        if fault:
+            faults = objects.InstanceFaultList.get_by_instance_uuids(
+                nova_context.get_admin_context(), [self.server['id']])
+            self.assertTrue(any(fault in f.message for f in faults),
+                            [f.message for f in faults])
+
+    def events(self):
+        return [e[0] for e in self.manager.events]
+
+    def wait_for_events(self, count):
+        # The last report follows Nova's post-migration, which already set
+        # the server ACTIVE at the destination.
+        for _ in range(50):
+            if len(self.manager.events) >= count:
+                break
+            time.sleep(0.1)
+        return self.events()
+
+
+class TestCutover(CutoverTestBase):
+
+    def test_success_arrives_paused_applies_delta_resumes_at_b(self):
+        self.boot()
+        plan = self.plan()
+        self.cutover()
+        self.assertEqual('dest', self.host_of(self.server))
+        # The guest travelled with VIR_MIGRATE_PAUSED, once.
+        self.assertEqual(1, len(self.migrations))
+        _, flags, params = self.migrations[0]
+        self.assertTrue(flags & fedex_driver.VIR_MIGRATE_PAUSED)
+        self.assertFalse(flags & fakelibvirt.VIR_MIGRATE_POSTCOPY)
+        # Every rbd disk of the domain, and of its persistent definition,
+        # is at cluster B: pool/image, monitors, user and secret.
+        self.assertEqual(params['destination_xml'], params['persistent_xml'])
+        dom = self.domain('dest')
+        disks = rbd_xml.rbd_disks(dom.XMLDesc(0))
+        self.assertEqual(len(self.src_disks), len(disks))
+        for (dev, name, hosts, user, secret), src in zip(disks,
+                                                         self.src_disks):
+            self.assertEqual(plan.disk_for_source(src[1]).destination, name)
+            self.assertTrue(name.startswith('vms-b/'))
+            self.assertEqual(MONS_B, hosts)
+            self.assertEqual(('nova-b', 'secret-b'), (user, secret))
+        # The final delta ran once the source stopped, while the guest was
+        # paused at B; then the guest was resumed.
+        self.assertEqual(1, len(self.deltas))
+        self.assertEqual(['open', 'apply', 'close'], self.deltas[0].calls)
+        self.assertEqual((fakelibvirt.VIR_DOMAIN_PAUSED, False),
+                         self.deltas[0].seen)
+        self.assertEqual(fakelibvirt.VIR_DOMAIN_RUNNING, dom.info()[0])
+        server = self.api.get_server(self.server['id'])
+        self.assertEqual(1, server['OS-EXT-STS:power_state'])
+        # Cluster A's images are kept for the retention period.
+        self.rbd.cleanup_volumes.assert_not_called()
+        self.rbd.remove_image.assert_not_called()
+        self.assertEqual(['migrating', 'paused_at_destination',
+                          'delta_applied', 'resumed', 'completed'],
+                         self.wait_for_events(5))
+
+    def test_a_cutover_of_a_server_without_disks_elsewhere_is_refused(self):
+        # A disk of the domain that the migration did not ship.
+        self.boot()
+        plan = self.plan()
+        plan.disks.pop()
+        self.cutover(migration='failed')
+        self.assert_active_at_source(fault='is not part of the migration')
+        self.assertEqual(['migrating', 'rolled_back'], self.events())
+
+
+class TestRefusedUpFront(CutoverTestBase):
+
+    def _refused(self, text):
+        self.cutover(migration='error', refused=text)
+        self.assert_active_at_source()
+        self.assertEqual([], self.migrations)
+        self.assertEqual([], self.deltas)
+
+    def test_not_ready(self):
+        self.boot()
+        self.plan(state='syncing')
+        self._refused('is syncing, not cutting over')
+        self.assertEqual(['refused'], self.events())
+
+    def test_cross_site_without_a_fedex_migration(self):
+        self.boot()
+        self._refused('only possible as a FedEx cutover')
+
+    def test_manager_unreachable(self):
+        self.boot()
+        self.manager.down = True
+        self._refused('could not answer')
+
+    def test_post_copy(self):
+        self.flags(live_migration_permit_post_copy=True, group='libvirt')
+        self.src.driver._parse_migration_flags()
+        self.boot()
+        self.plan()
+        self._refused('post-copy')
+        self.assertEqual(['refused'], self.events())
+
+
+class TestRollBack(CutoverTestBase):
+
+    def test_final_delta_fails_guest_migrated_back_and_resumed(self):
+        self.boot()
+        self.plan()
+        self.delta_failure = exception.FinalDeltaFailed(
+            server=self.server['id'], migration='m', terminal='t',
+            reason='digest mismatch on block 7')
+        self.cutover(migration='failed')
+        self.assert_active_at_source(fault='digest mismatch on block 7')
+        # Forth paused, back paused (then resumed here): never two runners.
+        self.assertEqual(2, len(self.migrations))
+        back_conn, flags, params = self.migrations[1]
+        self.assertIs(self.conn('dest'), back_conn)
+        self.assertEqual(self.src_disks,
+                         rbd_xml.rbd_disks(params['destination_xml']))
+        self.assertEqual(['migrating', 'paused_at_destination',
+                          'rolled_back'], self.events())
+        self.assertEqual('migrated back', self.manager.events[-1][1]['guest'])
+
+    def test_terminal_unreachable_before_the_pause(self):
+        self.boot()
+        self.plan()
+        self.delta_failure = exception.FinalDeltaFailed(
+            server=self.server['id'], migration='m', terminal='t',
+            reason='cannot connect before the pause', cause=None)
+        self.deltas_fail_at = 'open'
+        self.cutover(migration='failed')
+        self.assert_active_at_source(fault='cannot connect before the pause')
+        self.assertEqual([], self.migrations)
+
+    def test_destination_libvirt_unreachable_before_the_pause(self):
+        self.boot()
+        self.plan()
+        self.peer_failure = fakelibvirt.make_libvirtError(
+            fakelibvirt.libvirtError, 'unable to connect to dest',
+            error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR)
+        self.cutover(migration='failed')
+        self.assert_active_at_source(fault='unable to connect to dest')
+        self.assertEqual([], self.migrations)
+        self.assertEqual(['close'], self.deltas[0].calls[-1:])
+
+    def test_memory_migration_fails(self):
+        self.boot()
+        self.plan()
+
+        def fail(domain, destination, params, flags):
+            self.migrations.append((domain._connection, flags, params))
+            domain.fail_job()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fail))
+        self.cutover(migration='failed')
+        self.assert_active_at_source()
+        self.assertEqual(['open', 'close'], self.deltas[0].calls)
+        self.assertEqual(['migrating', 'rolled_back'], self.events())
+
+
+class TestSameSite(CutoverTestBase):
+    """Two computes of one site: the stock live migration, untouched."""
+
+    sites = {'src': 'site-a', 'dest': 'site-a'}
+
+    def test_stock_migration(self):
+        self.boot()
+        self._live_migrate(self.server, 'completed')
+        self.assertEqual('dest', self.host_of(self.server))
+        _, flags, params = self.migrations[0]
+        self.assertFalse(flags & fedex_driver.VIR_MIGRATE_PAUSED)
+        disks = rbd_xml.rbd_disks(self.domain('dest').XMLDesc(0))
+        self.assertEqual([d[:2] for d in self.src_disks],
+                         [d[:2] for d in disks])
+        self.assertEqual([], self.manager.asked)
+        self.assertEqual([], self.deltas)
+
+
+class TestSiteFilter(CutoverTestBase):
+    """Scheduled moves stay in the server's site (FedexSiteFilter)."""
+
+    def setUp(self):
+        self.flags(enabled_filters=['ComputeFilter', 'FedexSiteFilter'],
+                   available_filters=[
+                       'nova.scheduler.filters.all_filters',
+                       'nova_fedex.scheduler.filters.FedexSiteFilter'],
+                   group='filter_scheduler')
+        super().setUp()
+        for host, site in self.sites.items():
+            agg = self._create_aggregate(site)
+            self.admin_api.post_aggregate_action(agg, {
+                'set_metadata': {'metadata': {'fedex_site': site}}})
+            self.admin_api.post_aggregate_action(agg, {
+                'add_host': {'host': host}})
+
+    def test_cold_migration_to_the_other_site_is_refused(self):
+        self.boot()
+        e = self.assertRaises(client.OpenStackApiException,
+                              self.admin_api.post_server_action,
+                              self.server['id'], {'migrate': None})
+        self.assertIn('NoValidHost', str(e))
+        server = self._wait_for_state_change(self.server, 'ACTIVE')
+        self.assertEqual('src', server['OS-EXT-SRV-ATTR:host'])
+
+    def test_scheduled_live_migration_to_the_other_site_is_refused(self):
+        self.boot()
+        self.plan()
+        # (A cast made synchronous by the fixtures: NoValidHost reaches the
+        # API caller here.)
+        e = self.assertRaises(client.OpenStackApiException,
+                              self.admin_api.post_server_action,
+                              self.server['id'], {'os-migrateLive': {
+                                  'host': None, 'block_migration': 'auto'}})
+        self.assertIn('NoValidHost', str(e))
+        self._wait_for_migration_status(self.server, ['error'])
+        self.assertEqual('src', self.host_of(self.server))
+        self.assertEqual([], self.migrations)
+
+    def test_forced_cutover_passes(self):
+        self.boot()
+        self.plan()
+        self.cutover()
+        self.assertEqual('dest', self.host_of(self.server))

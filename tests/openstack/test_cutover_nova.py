@@ -1,0 +1,234 @@
+"""The FedEx cutover of a real Nova server, end to end, on the mini-cloud.
+
+``fedex-sandbox up --openstack`` (started once per run) gives two Ceph
+sites, Keystone, Nova (two computes per site running nova_fedex's
+FedexLibvirtDriver), Glance and Cinder. A tiny QEMU guest is booted through
+the real ``openstack`` client on a site-A host with an rbd root disk; it
+writes a counter to its disk every ~20 ms. ``openstack server migrate
+--live-migration --fedex --host <site-b host> --cutover automatic --wait``
+makes the manager seed, ship (simulated courier), import and catch up its
+disk, then ask Nova for the live migration; nova_fedex moves the memory, the
+guest arrives paused at B, the final delta is applied, the guest resumes.
+
+Checked afterwards: the server is ACTIVE on the site-B host; the domain
+there (``virsh dumpxml``) reads its disk from cluster B (monitors, pool,
+cephx secret); the counter went on, with the longest silence seen from
+outside as the guest's pause; ``rbd export | sha256sum`` at B equals A's
+final state.
+"""
+
+import os
+import subprocess
+import threading
+import time
+from xml.etree import ElementTree as etree
+
+from lsrp.manager.db import api as db
+from lsrp.manager import states
+from lsrp.sandbox.services import cloud as cloud_mod
+from lsrp.sandbox.services import guest_reader
+from tests.functional.manager import base
+from tests.openstack import api_fixtures as fx
+
+SITE_A_HOST = 'site-a-h1'
+SITE_B_HOST = 'site-b-h1'
+
+_cloud = None
+
+
+def cloud(sandbox):
+    """The mini-cloud, brought up once per test process."""
+    global _cloud
+    if _cloud is None:
+        sandbox.up(openstack=True)
+        _cloud = cloud_mod.Cloud(sandbox)
+    return _cloud
+
+
+class TestNovaCutover(base.ManagerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.cloud = cloud(self.sandbox)
+        admin = self.cloud.credentials()['fedex-admin']
+        self.auth_url = admin['auth_url']
+        nova_auth = dict(admin, auth_type='password',
+                         region_name='RegionOne')
+        self.dep.compute_driver = 'nova'
+        self.dep.nova = nova_auth
+        manager = self.dep.manager_conf()
+        extra = {k: manager[k] for k in ('DEFAULT', 'shipment_keys',
+                                         'database', 'jobboard')}
+        extra['api'] = {'post_jobs': True}
+        # The computes know fedex-api from the catalog (and keep the token
+        # that told them): this test's fedex-api, on this test's database,
+        # takes the cloud's port; the cloud's own comes back afterwards.
+        cloud_api = [e.service for e in self.cloud.extra_services()
+                     if e.service.name == 'fedex-api'][0]
+        cloud_api.stop()
+        self.addCleanup(cloud_api.wait_ready)
+        self.addCleanup(cloud_api.start)
+        self.api = fx.FedexAPIServer(self.sandbox, self.auth_url,
+                                     name='fedex-api-cutover', extra=extra)
+        self.api.port = self.cloud.port('fedex-api')
+        self.api.url = self.cloud.url('fedex-api')
+        self.api.sections = self._api_sections
+        self.api.start()
+        self.addCleanup(self.api.stop)
+        self.dep.start_conductor('conductor-nova')
+        self.start_terminals()
+
+    def _api_sections(self):
+        # fedex-api's own service user is the cloud's 'fedex' user.
+        svc = self.cloud.credentials()['fedex-service']
+        return {
+            'DEFAULT': {'log_file': os.path.join(self.api.dir, 'api.log')},
+            'manager': {'state_path': self.api.dir},
+            'api': {'auth_strategy': 'keystone', 'post_jobs': False},
+            'keystone_authtoken': dict(
+                svc, www_authenticate_uri=self.auth_url,
+                auth_type='password')}
+
+    def openstack(self, *args, timeout=600):
+        """The real ``openstack`` client as the cloud's admin; its stdout."""
+        proc = subprocess.run(
+            [os.path.join(self.cloud.venv, 'bin', 'openstack')] + list(args),
+            capture_output=True, text=True, timeout=timeout,
+            env=dict(os.environ, **self.cloud.client_env()))
+        self.assertEqual(0, proc.returncode, 'openstack %s: %s%s' % (
+            ' '.join(args), proc.stdout[-2000:], proc.stderr[-3000:]))
+        return proc.stdout
+
+    # --- helpers ----------------------------------------------------------
+
+    def boot(self, name):
+        server = self.cloud.openstack(
+            'server', 'create', '--flavor', 'm1.mini', '--image', 'guest',
+            '--nic', 'none', '--availability-zone',
+            'site-a:%s' % SITE_A_HOST, '--wait', name, timeout=600)
+        self.addCleanup(self.cloud.openstack, 'server', 'delete', '--wait',
+                        server['id'])
+        return server
+
+    def show(self, server_id):
+        return self.cloud.openstack('server', 'show', server_id)
+
+    def reader(self, site, image):
+        return guest_reader.GuestReader(self.pool(site, 'vms').ioctx, image)
+
+    def host(self, name):
+        return [h for h in self.cloud.hosts if h.name == name][0]
+
+    def migrate(self, server_id, timeout=1500):
+        return self.openstack(
+            'server', 'migrate', '--live-migration', '--fedex', '--host',
+            SITE_B_HOST, '--cutover', 'automatic', '--wait', server_id,
+            timeout=timeout)
+
+    def assert_disk_at_b(self, server_id):
+        xml = self.host(SITE_B_HOST).virsh('dumpxml', server_id)
+        doc = etree.fromstring(xml.encode())
+        state = self.cloud.load_state()
+        b_conf = open(self.sandbox.site('site-b').conf).read()
+        disks = [d for d in doc.findall('./devices/disk')
+                 if d.find('source') is not None]
+        self.assertTrue(disks)
+        for d in disks:
+            source = d.find('source')
+            self.assertEqual('rbd', source.get('protocol'))
+            self.assertEqual('vms/%s_disk' % server_id, source.get('name'))
+            for h in source.findall('host'):
+                self.assertIn('%s:%s' % (h.get('name'), h.get('port')),
+                              b_conf, 'monitor of cluster A at site B')
+            self.assertEqual(state['secrets']['site-b'],
+                             d.find('auth/secret').get('uuid'))
+
+    # --- tests --------------------------------------------------------------
+
+    def test_cutover_to_site_b(self):
+        server = self.boot('fedex-e2e-%s' % self.id_)
+        sid = server['id']
+        image = '%s_disk' % sid
+        at_a = self.reader('site-a', image)
+        at_a.wait_advancing(ticks=20, timeout=180)
+
+        # Poll the guest's counter from outside at both sites while the
+        # migration runs: the longest silence is its pause.
+        stop = threading.Event()
+        poll_a = guest_reader.Poller(at_a)
+        threading.Thread(target=poll_a.poll_until, args=(stop.is_set, 3000),
+                         daemon=True).start()
+        began = time.monotonic()
+        out = self.migrate(sid)
+        api_to_end = time.monotonic() - began
+        stop.set()
+
+        shown = self.show(sid)
+        self.assertEqual('ACTIVE', shown['status'], out)
+        self.assertEqual(SITE_B_HOST, shown['OS-EXT-SRV-ATTR:host'], out)
+        self.assert_disk_at_b(sid)
+        at_b = self.reader('site-b', image)
+        last_a = poll_a.changes[-1][1]
+        resumed = at_b.wait_advancing(ticks=20, timeout=120)
+        ticks = at_b.read_ring()
+        counters = [t.counter for t in ticks]
+        # No tick lost: the ring at B continues A's counter one by one.
+        self.assertGreater(resumed.counter, last_a)
+        self.assertEqual(list(range(counters[0], counters[-1] + 1)),
+                         counters)
+        print('cutover: API to COMPLETED %.1f s; last counter at A %d, '
+              'B at %d' % (api_to_end, last_a, resumed.counter))
+        m = [x for x in db.list_(self.ctx, 'migration')
+             if any(s['server_id'] == sid for s in x['servers'])][0]
+        self.assertEqual(states.COMPLETED, m['state'])
+
+    def test_failure_after_memory_copy_rolls_back(self):
+        server = self.boot('fedex-e2e-rb-%s' % self.id_)
+        sid = server['id']
+        at_a = self.reader('site-a', '%s_disk' % sid)
+        at_a.wait_advancing(ticks=20, timeout=180)
+        out = self.openstack(
+            'server', 'migrate', '--live-migration', '--fedex', '--host',
+            SITE_B_HOST, '--cutover', 'approved', '--wait', sid,
+            timeout=1500)
+        m = [x for x in db.list_(self.ctx, 'migration')
+             if any(s['server_id'] == sid for s in x['servers'])][0]
+        self.assertEqual(states.READY_FOR_CUTOVER, self.state(m), out)
+
+        # The destination terminal dies once the source compute has opened
+        # its final-delta connections (nova_fedex reports 'migrating' just
+        # before libvirt starts the memory copy): the copy completes, the
+        # final delta cannot, and the paused guest must come back to A.
+        def kill_terminal_when_migrating():
+            def migrating():
+                return any('nova: migrating' in e for e in self.events(m))
+            self.dep.wait(migrating, 600, 'the cutover to start',
+                          interval=0.05)
+            self.dep.processes[self.sandbox.terminal('site-b')[0]].kill9()
+        killer = threading.Thread(target=kill_terminal_when_migrating,
+                                  daemon=True)
+        killer.start()
+        self.openstack('fedex', 'migration', 'cutover', m['id'])
+        killer.join(700)
+        self.dep.wait(lambda: any('nova: rolled_back' in e or
+                                  'nova: stranded' in e
+                                  for e in self.events(m)), 600,
+                      'the end of the cutover')
+        self.assertFalse(any('nova: stranded' in e for e in self.events(m)),
+                         self.events(m))
+        self.assertTrue(any('migrated back' in e or 'rolled_back' in e
+                            for e in self.events(m)))
+
+        def settled():
+            shown = self.show(sid)
+            return shown['status'] == 'ACTIVE' and shown
+        shown = self.dep.wait(settled, 300, 'the server ACTIVE again')
+        self.assertEqual(SITE_A_HOST, shown['OS-EXT-SRV-ATTR:host'])
+        # Alive at A, every tick kept.
+        resumed = at_a.wait_advancing(ticks=20, timeout=120)
+        counters = [t.counter for t in at_a.read_ring()]
+        self.assertEqual(list(range(counters[0], counters[-1] + 1)),
+                         counters)
+        self.assertIn(self.host(SITE_A_HOST).virsh('domstate', sid).strip(),
+                      ('running',))
+        print('rollback: guest alive at A, counter %d' % resumed.counter)
