@@ -15,6 +15,7 @@ it gets an event loop of its own in a thread.
 """
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 
@@ -62,7 +63,10 @@ class FinalDelta(object):
         try:
             return future.result(timeout)
         except TimeoutError:
+            # Cancelled in the loop: its connections close and its reads
+            # finish before the caller goes on (and closes the loop).
             future.cancel()
+            concurrent.futures.wait([future], 30)
             raise
 
     def open(self, timeout=30):

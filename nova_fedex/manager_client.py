@@ -61,6 +61,12 @@ class CutoverPlan(collections.namedtuple(
                 return disk
         return None
 
+    def disk_for_destination(self, spec):
+        for disk in self.disks:
+            if disk.destination == spec:
+                return disk
+        return None
+
     def volume(self, volume_id):
         for disk in self.disks:
             if disk.volume_id == volume_id:

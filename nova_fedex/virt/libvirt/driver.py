@@ -157,6 +157,7 @@ class _FedexGuest(object):
             # Not raised: Nova would set the server to ERROR. The job never
             # started, so Nova's monitor finds the guest running here and
             # rolls back; live_migration() records why.
+            LOG.error('FedEx: migration not started: %s', e)
             cutover.refused = e
             return
         flags = (flags | VIR_MIGRATE_PAUSED) & ~lv.VIR_MIGRATE_POSTCOPY

@@ -45,6 +45,12 @@ def _set_auth(disk, target):
             del secret.attrib[attr]
 
 
+def _alias_volume(disk):
+    alias = disk.find('alias')
+    name = alias.get('name', '') if alias is not None else ''
+    return name[3:] if name.startswith('ua-') else None
+
+
 def _is_volume(disk):
     alias = disk.find('alias')
     if alias is not None and alias.get('name', '').startswith('ua-'):
@@ -81,8 +87,11 @@ def rewrite(xml, plan, target):
                               source.get('protocol')))
         name = source.get('name')
         if _is_volume(disk):
-            serial = disk.findtext('serial')
+            serial = disk.findtext('serial') or _alias_volume(disk)
             planned = plan.volume(serial) if serial else None
+            if planned is None:
+                planned = plan.disk_for_destination(name)
+                serial = serial or (planned and planned.volume_id)
             if planned is None:
                 raise _refuse(plan, 'volume %s (disk %s) is not part of the '
                               'migration' % (serial or name, dev))

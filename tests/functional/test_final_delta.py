@@ -1,0 +1,94 @@
+"""nova_fedex's final delta, for real: site-a's heads to site-b's terminal.
+
+What the source compute does inside a cutover's pause, against the two
+real Ceph clusters and a real lsrp-server at site-b: connections opened
+first, then the blocks written since the last catch-up round read from the
+images' heads (no snapshot at site-a), applied and committed as one group
+snapshot at site-b, judged with ``rbd export | sha256sum``.
+"""
+
+import asyncio
+import socket
+
+from lsrp import catchup
+from lsrp import exception
+from nova_fedex import final_delta
+from tests.functional import test_catchup
+
+MiB = 1 << 20
+
+
+class TestFinalDelta(test_catchup.CatchUpTestCase):
+
+    def last_round(self, port, specs, shipment):
+        """The manager's last catch-up round before the cutover."""
+        engine = catchup.CatchUp(self.sites['site-a'], self.connector(port),
+                                 shipment, specs, 'seed')
+        asyncio.run(engine.round(1))
+
+    def test_heads_arrive_bit_exact_in_one_commit(self):
+        specs, shipment = self.seeded_group(2, 16 * MiB)
+        _proc, port = self._serve()
+        self.last_round(port, specs, shipment)
+        # The guest writes on after the last round, then stops (paused).
+        for seed, spec in enumerate(specs):
+            self.write(spec, count=4, seed=10 + seed)
+        delta = final_delta.FinalDelta(
+            self.sites['site-a'], self.connector(port), shipment, specs,
+            'fedex-final', streams=2, verify='image',
+            describe=('terminal-site-b', 'server-1'))
+        delta.open()
+        try:
+            delta.apply(120)
+        finally:
+            delta.close()
+        self.assertGreater(delta.changed, 0)
+        for spec in specs:
+            self.assertEqual(self.cli_sha256('site-a', spec),
+                             self.cli_sha256('site-b', spec + '@fedex-final'))
+            # No snapshot was taken at site-a inside the "pause".
+            with self.pool().open_image(spec.split('/')[1]) as img:
+                self.assertNotIn('fedex-final',
+                                 [s.name for s in img.list_snapshots()])
+
+    def test_an_unreachable_terminal_is_named_before_the_pause(self):
+        specs, shipment = self.seeded_group(1, 8 * MiB)
+        with socket.socket() as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]       # nobody listens there
+        delta = final_delta.FinalDelta(
+            self.sites['site-a'], self.connector(port), shipment, specs,
+            'fedex-final', describe=('terminal-site-b', 'server-1'))
+        e = self.assertRaises(exception.FinalDeltaFailed, delta.open)
+        self.assertIn('terminal-site-b', str(e))
+        self.assertIn('cannot connect before the pause', str(e))
+
+    def test_a_delta_that_cannot_finish_in_time_fails(self):
+        specs, shipment = self.seeded_group(1, 8 * MiB)
+        closed = []
+
+        class Silent(object):
+            """A terminal that accepts and then never answers."""
+
+            class conn(object):
+                @staticmethod
+                async def request(*args, **kwargs):
+                    await asyncio.Event().wait()
+
+            async def close(self):
+                closed.append(self)
+
+        async def connect():
+            return Silent()
+
+        delta = final_delta.FinalDelta(
+            self.sites['site-a'], connect, shipment, specs, 'fedex-final',
+            describe=('terminal-site-b', 'server-1'))
+        delta.open()
+        try:
+            e = self.assertRaises(exception.FinalDeltaFailed, delta.apply,
+                                  0.5)
+        finally:
+            delta.close()
+        self.assertIn('not done in', str(e))
+        self.assertEqual(1, len(closed))      # the connection was closed
