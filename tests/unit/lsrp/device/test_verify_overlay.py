@@ -1,4 +1,6 @@
 from hypothesis import given
+from hypothesis import HealthCheck
+from hypothesis import settings
 from hypothesis import strategies as st
 import testtools
 
@@ -37,6 +39,9 @@ def from_segments(segments):
 
 class TestOverlay(testtools.TestCase):
 
+    # NOTE: on a machine shared by many jobs one draw stalled for a second
+    # and the health check failed the test: time is not what it checks.
+    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.lists(runs(), max_size=4))
     def test_overlay_matches_byte_model(self, versions):
         model = [None] * SIZE
