@@ -23,6 +23,10 @@ from lsrp import progress as progress_mod
 
 LOG = logging.getLogger(__name__)
 
+# 4 MiB pieces read ahead of the writer: enough to keep librbd busy; each
+# piece is held until the writer has sealed it, so few (peak RSS).
+READ_AHEAD = 4
+
 
 def default_parity(devices):
     return 1 if devices >= 3 else 0
@@ -328,8 +332,9 @@ class Exporter(object):
         hasher = digest_mod.new_hash('blake3')
         # The image digest is computed on a thread of its own, in order,
         # while this one hands the next pieces to the writer.
-        with serial_mod.Serial() as hashing:
-            for piece, data in image.iter_content(workers=self.read_workers):
+        with serial_mod.Serial(depth=2) as hashing:
+            for piece, data in image.iter_content(
+                    workers=self.read_workers, window=READ_AHEAD):
                 end = piece.offset + piece.length
                 if data is None:
                     hashing.submit(digest_mod.update_zeros, hasher,
@@ -348,7 +353,8 @@ class Exporter(object):
     def _export_delta(self, writer, index, snap_index, image, previous, start):
         self.progress.start('consolidate %s' % image.spec, image.size())
         for piece, data in image.iter_changes(previous,
-                                              workers=self.read_workers):
+                                              workers=self.read_workers,
+                                              window=READ_AHEAD):
             end = piece.offset + piece.length
             if piece.offset >= start:
                 if data is None:

@@ -62,7 +62,9 @@ class ShipmentWriter(object):
         self._pipeline = collections.deque()
         self._sealing_q = collections.deque()
         self._in_flight = {}       # digests being sealed
-        self._depth = 2 * workers
+        # Pieces waiting in each stage: one per worker keeps them busy, and
+        # each one waiting holds 4 MiB or more (peak RSS).
+        self._depth = workers
         self._want_flush = False
         # Stripes are encoded and written by one thread of their own, in
         # order, while the next stripe's chunks are sealed.

@@ -406,6 +406,87 @@ class Bench(object):
                   args.template_fill * 100, on_devices / MiB, exports / MiB,
                   on_devices / exports))
 
+    def stages(self):
+        """CPU seconds per GiB of each stage, on the filesystem image's data.
+
+        The coarse profile behind the ratios: one thread each, CPU time of
+        the whole process (librbd's threads included), on the first
+        ``--stage-mib`` MiB of allocated data of the filesystem image.
+        """
+        from lsrp.device import crypto as crypto_mod
+        from lsrp.device import erasure
+        name = 'bench-fs-%gg' % self.args.fs_gib
+        want = self.args.stage_mib * MiB
+        pieces = []
+        got = 0
+        begin = time.process_time()
+        with self.cluster(self.a) as c, c.pool('vms') as pool:
+            with pool.open_image(name, snapshot='base') as img:
+                for piece, data in img.iter_content():
+                    if data is not None:
+                        pieces.append(data)
+                        got += len(data)
+                        if got >= want:
+                            break
+        cost = {'librbd read (4 MiB pieces)': time.process_time() - begin}
+        chunks = [memoryview(p)[i:i + 65536] for p in pieces
+                  for i in range(0, len(p), 65536)]
+        crypto = crypto_mod.ShipmentCrypto(os.urandom(32), 'bench')
+
+        def timed(label, fn):
+            begin = time.process_time()
+            out = fn()
+            cost[label] = time.process_time() - begin
+            return out
+        digests = timed('keyed BLAKE3 of each chunk',
+                        lambda: [crypto.digest(c) for c in chunks])
+        zc = zstandard.ZstdCompressor(level=1)
+        packed = timed('zstd level 1 of each chunk',
+                       lambda: [zc.compress(c) for c in chunks])
+        aes = AESGCM(os.urandom(32))
+        nonce = os.urandom(12)
+        timed('AES-256-GCM of the compressed chunks',
+              lambda: [aes.encrypt(nonce, p, None) for p in packed])
+        records = timed('seal_chunk (probe, zstd, AES, record)',
+                        lambda: [crypto.seal_chunk(d, c)
+                                 for d, c in zip(digests, chunks)])
+        stripes = []
+        buf, size = [], 0
+        for r in records:
+            buf.append(r)
+            size += len(r)
+            if size >= 8 * MiB:
+                stripes.append(b''.join(buf))
+                buf, size = [], 0
+        coder = erasure.StripeCoder(2, 1)
+        shards = timed('XOR parity (2+1) of the stripes',
+                       lambda: [coder.encode(s) for s in stripes])
+        hasher = blake3.blake3()
+        timed('BLAKE3 image digest',
+              lambda: [hasher.update(p) for p in pieces])
+
+        def write():
+            path = os.path.join(self.work, 'stage-%d.dat')
+            files = [open(path % i, 'wb', buffering=0) for i in range(3)]
+            for stripe in shards:
+                for f, shard in zip(files, stripe):
+                    f.write(shard)
+            for f in files:
+                os.fsync(f.fileno())
+                f.close()
+                os.unlink(f.name)
+        timed('writing 3 shard files + fsync', write)
+        timed('open_chunk (AES, unzstd, keyed BLAKE3: import)',
+              lambda: [crypto.open_chunk(d, r)
+                       for d, r in zip(digests, records)])
+        gib = got / GiB
+        print('stages     CPU seconds per GiB of filesystem data (%d MiB, '
+              'compressed to %.0f %%):' % (
+                  got / MiB, 100.0 * sum(map(len, records)) / got))
+        for label, seconds in cost.items():
+            print('stages       %-50s %5.2f' % (label, seconds / gib))
+        sys.stdout.flush()
+
     def primitives(self):
         data = os.urandom(64 << 20)
         text = (b'the quick brown fox jumps over the lazy dog ' * 2000000)[
@@ -472,8 +553,9 @@ def main():
     parser.add_argument('--template-fill', type=float, default=0.5)
     parser.add_argument('--work-dir', default='/var/tmp')
     parser.add_argument('--skip', action='append', default=[],
-                        choices=['fs', 'image', 'sparse', 'flock',
-                                 'primitives', 'remote'])
+                        choices=['fs', 'stages', 'image', 'sparse',
+                                 'flock', 'primitives', 'remote'])
+    parser.add_argument('--stage-mib', type=int, default=512)
     parser.add_argument('--remote-gib', type=float, default=1)
     args = parser.parse_args()
     bench = Bench(args)
@@ -482,6 +564,8 @@ def main():
     try:
         if 'fs' not in args.skip:
             bench.fs_pairs()
+        if 'stages' not in args.skip:
+            bench.stages()
         if 'primitives' not in args.skip:
             bench.primitives()
         if 'image' not in args.skip:
