@@ -81,6 +81,10 @@ class TestRegisteredImplementations(testtools.TestCase):
 
     def test_no_implementation_is_left_out(self):
         for info in pkgutil.walk_packages(lsrp.__path__, 'lsrp.'):
+            # A WSGI entry module builds its application (reads its
+            # configuration files) when imported: it holds no source or sink.
+            if info.name.endswith('.wsgi'):
+                continue
             importlib.import_module(info.name)
         for interface, registry in REGISTRIES:
             registered = {load(p) for p in registry.values()}
