@@ -410,6 +410,25 @@ def migration_cutover_start(ctx, migration):
     return _progress(db.get(ctx, 'migration', m['id']))
 
 
+def final_delta_status(ctx, migration):
+    """For Nova, after migration_cutover_start: is the final delta in?
+
+    Returns {"done": bool, "failed": bool, "snapshot": the snapshot both
+    sites now hold, "error": ...}. When done, the destination images equal
+    the source at ``snapshot``: Nova may switch the VM over, then call
+    migration_cutover_finish.
+    """
+    m = db.get(ctx, 'migration', migration)
+    ops = [o for o in db.list_(ctx, 'operation', {
+        'migration_id': m['id'], 'kind': 'final_delta'},
+        sort_key='created_at', sort_dir='desc')]
+    op = ops[0] if ops else None
+    done = bool(op and op['state'] == 'DONE')
+    return {'done': done, 'failed': bool(op and op['state'] == 'ERROR'),
+            'snapshot': (op['result'] or {}).get('snapshot') if done
+            else None, 'error': op and op['error'], 'state': m['state']}
+
+
 def migration_cutover_finish(ctx, migration, success=True, reason=None):
     """Nova reports the cutover's end: COMPLETED, or ROLLED_BACK.
 
