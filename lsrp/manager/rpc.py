@@ -122,9 +122,10 @@ class Notifier(object):
 
     def __init__(self, conf=CONF, publisher='fedex-conductor'):
         try:
+            # Sent when [oslo_messaging_notifications] driver is set
+            # (messagingv2); the default (none) sends nothing.
             self.notifier = messaging.Notifier(
-                notification_transport(conf), publisher_id=publisher,
-                driver='messagingv2', topics=['notifications'])
+                notification_transport(conf), publisher_id=publisher)
         except Exception as e:  # noqa: monitoring never stops the manager
             LOG.warning('notifications off: %s', e)
             self.notifier = None

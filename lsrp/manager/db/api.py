@@ -204,6 +204,26 @@ def add_event(ctx, resource_type, resource_id, kind, message,
                       location, actor).as_dict()
 
 
+_transition_hooks = []
+
+
+def on_transition(hook):
+    """Call ``hook(kind, id, old, new, message)`` after each state change.
+
+    Only changes committed by this process; the conductor sends them as
+    notifications.
+    """
+    _transition_hooks.append(hook)
+
+
+def _notify(kind, ident, old, new, message):
+    for hook in list(_transition_hooks):
+        try:
+            hook(kind, ident, old, new, message)
+        except Exception:  # noqa: monitoring never breaks a transition
+            pass
+
+
 def transition(ctx, kind, ident, event=None, target=None, expect=None,
                values=None, message=None, details=None, location=None,
                occurred_at=None, event_kind='state'):
@@ -244,7 +264,9 @@ def transition(ctx, kind, ident, event=None, target=None, expect=None,
                migration_id=migration_id, details=details,
                location=location, occurred_at=occurred_at)
         session.expire(row)
-        return _dict(_get(session, kind, row.id))
+        out = _dict(_get(session, kind, row.id))
+    _notify(kind, out['id'], current, new, message)
+    return out
 
 
 def events(ctx, filters=None, limit=None, marker=None, since=None,
