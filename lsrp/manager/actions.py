@@ -289,6 +289,8 @@ def _allowed(m):
         out.append('approve_cutover')
     if m['state'] in states.MIGRATION_FINAL:
         out.append('delete')
+    if m['state'] == states.COMPLETED:
+        out.append('cleanup')
     if m['state'] == states.IN_TRANSIT:
         out += ['reship', 'seed_over_wan']
     return out
@@ -444,6 +446,21 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
     m = db.transition(ctx, 'migration', m['id'], 'catch_up')
     jobs.post(ctx, m['id'], 'catchup')
     return _progress(m)
+
+
+def migration_cleanup(ctx, migration):
+    """Clean up a COMPLETED migration now, before its retention ends.
+
+    Devices crypto-erased, the key destroyed, our snapshots removed.
+    """
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] != states.COMPLETED:
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target=states.CLEANED, reason='only a COMPLETED migration is '
+            'cleaned up')
+    jobs.post(ctx, m['id'], 'cleanup')
+    return _progress(db.get(ctx, 'migration', m['id']))
 
 
 def migration_reship(ctx, migration, seed_over_wan=False):

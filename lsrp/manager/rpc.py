@@ -44,7 +44,10 @@ def manager_topic(conf=CONF):
 
 
 def transport(conf=CONF):
-    key = id(conf)
+    # Keyed by what makes a transport: the same ConfigOpts parsed again
+    # (tests) may name another broker or exchange.
+    key = (id(conf), conf.transport_url,
+           getattr(conf, 'control_exchange', None))
     if key not in _transports:
         _transports[key] = messaging.get_rpc_transport(conf)
     return _transports[key]
