@@ -46,11 +46,21 @@ def manager_topic(conf=CONF):
 def transport(conf=CONF):
     # Keyed by what makes a transport: the same ConfigOpts parsed again
     # (tests) may name another broker or exchange.
-    key = (id(conf), conf.transport_url,
-           getattr(conf, 'control_exchange', None))
-    if key not in _transports:
-        _transports[key] = messaging.get_rpc_transport(conf)
-    return _transports[key]
+    def key():
+        return (id(conf),) + tuple(_opt(conf, name) for name in (
+            'transport_url', 'control_exchange'))
+    if key() not in _transports:
+        made = messaging.get_rpc_transport(conf)
+        # The options exist now: the key is complete.
+        _transports.setdefault(key(), made)
+    return _transports[key()]
+
+
+def _opt(conf, name):
+    try:
+        return getattr(conf, name)
+    except cfg.NoSuchOptError:      # registered by the first transport
+        return None
 
 
 def notification_transport(conf=CONF):
