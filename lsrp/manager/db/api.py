@@ -15,6 +15,7 @@ from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import utils as db_utils
 import sqlalchemy as sa
+from sqlalchemy import event as sa_event
 
 from lsrp import exception
 from lsrp.manager import context as context_mod
@@ -49,8 +50,24 @@ def configure(connection=None):
         ctx = enginefacade.transaction_context()
         ctx.configure(connection=connection, sqlite_fk=True,
                       max_retries=5)
+        if connection.startswith('sqlite'):
+            _sqlite_for_many(ctx.writer.get_engine())
         _CTX = ctx
         return ctx
+
+
+def _sqlite_for_many(engine):
+    """SQLite shared by a conductor, its RPC handlers and a facade user.
+
+    WAL lets readers go on while one writes; a writer waits up to 60 s
+    for another instead of failing at once with 'database is locked'.
+    """
+    def on_connect(dbapi_connection, record):
+        cursor = dbapi_connection.cursor()
+        cursor.execute('PRAGMA busy_timeout = 60000')
+        cursor.execute('PRAGMA journal_mode = WAL')
+        cursor.close()
+    sa_event.listen(engine, 'connect', on_connect)
 
 
 def _facade():
