@@ -289,6 +289,8 @@ def _allowed(m):
         out.append('approve_cutover')
     if m['state'] in states.MIGRATION_FINAL:
         out.append('delete')
+    if m['state'] == states.COMPLETED:
+        out.append('cleanup')
     if m['state'] == states.IN_TRANSIT:
         out += ['reship', 'seed_over_wan']
     return out
@@ -410,6 +412,25 @@ def migration_cutover_start(ctx, migration):
     return _progress(db.get(ctx, 'migration', m['id']))
 
 
+def final_delta_status(ctx, migration):
+    """For Nova, after migration_cutover_start: is the final delta in?
+
+    Returns {"done": bool, "failed": bool, "snapshot": the snapshot both
+    sites now hold, "error": ...}. When done, the destination images equal
+    the source at ``snapshot``: Nova may switch the VM over, then call
+    migration_cutover_finish.
+    """
+    m = db.get(ctx, 'migration', migration)
+    ops = [o for o in db.list_(ctx, 'operation', {
+        'migration_id': m['id'], 'kind': 'final_delta'},
+        sort_key='created_at', sort_dir='desc')]
+    op = ops[0] if ops else None
+    done = bool(op and op['state'] == 'DONE')
+    return {'done': done, 'failed': bool(op and op['state'] == 'ERROR'),
+            'snapshot': (op['result'] or {}).get('snapshot') if done
+            else None, 'error': op and op['error'], 'state': m['state']}
+
+
 def migration_cutover_finish(ctx, migration, success=True, reason=None):
     """Nova reports the cutover's end: COMPLETED, or ROLLED_BACK.
 
@@ -425,6 +446,21 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
     m = db.transition(ctx, 'migration', m['id'], 'catch_up')
     jobs.post(ctx, m['id'], 'catchup')
     return _progress(m)
+
+
+def migration_cleanup(ctx, migration):
+    """Clean up a COMPLETED migration now, before its retention ends.
+
+    Devices crypto-erased, the key destroyed, our snapshots removed.
+    """
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] != states.COMPLETED:
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target=states.CLEANED, reason='only a COMPLETED migration is '
+            'cleaned up')
+    jobs.post(ctx, m['id'], 'cleanup')
+    return _progress(db.get(ctx, 'migration', m['id']))
 
 
 def migration_reship(ctx, migration, seed_over_wan=False):

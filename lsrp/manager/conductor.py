@@ -326,6 +326,9 @@ class Conductor(object):
         self.zk = zk_client(self.conf)
         self.board = jobboard(self.backend, client=self.zk, conf=self.conf)
         jobs.set_poster(Poster(self.backend, self.board))
+        # Every state change is also an oslo.messaging notification.
+        notifier = rpc.Notifier(self.conf)
+        db.on_transition(notifier.state)
         self.conductor = conductor_backends.fetch(
             'nonblocking', self.name, self.board,
             persistence=self.backend, engine='serial',

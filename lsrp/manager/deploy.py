@@ -140,7 +140,9 @@ class Deployment(object):
         if self.database == 'mysql':
             return self.endpoints['database_url_template'].format(
                 database=self.name.replace('-', '_'))
-        return 'sqlite:///%s' % os.path.join(self.work, 'manager.sqlite')
+        # timeout: taskflow's engine on the same file waits for a writer.
+        path = os.path.join(self.work, 'manager.sqlite')
+        return 'sqlite:///%s?timeout=60' % path
 
     def create_database(self):
         if self.database != 'mysql':

@@ -44,10 +44,23 @@ def manager_topic(conf=CONF):
 
 
 def transport(conf=CONF):
-    key = id(conf)
-    if key not in _transports:
-        _transports[key] = messaging.get_rpc_transport(conf)
-    return _transports[key]
+    # Keyed by what makes a transport: the same ConfigOpts parsed again
+    # (tests) may name another broker or exchange.
+    def key():
+        return (id(conf),) + tuple(_opt(conf, name) for name in (
+            'transport_url', 'control_exchange'))
+    if key() not in _transports:
+        made = messaging.get_rpc_transport(conf)
+        # The options exist now: the key is complete.
+        _transports.setdefault(key(), made)
+    return _transports[key()]
+
+
+def _opt(conf, name):
+    try:
+        return getattr(conf, name)
+    except cfg.NoSuchOptError:      # registered by the first transport
+        return None
 
 
 def notification_transport(conf=CONF):
@@ -122,9 +135,10 @@ class Notifier(object):
 
     def __init__(self, conf=CONF, publisher='fedex-conductor'):
         try:
+            # Sent when [oslo_messaging_notifications] driver is set
+            # (messagingv2); the default (none) sends nothing.
             self.notifier = messaging.Notifier(
-                notification_transport(conf), publisher_id=publisher,
-                driver='messagingv2', topics=['notifications'])
+                notification_transport(conf), publisher_id=publisher)
         except Exception as e:  # noqa: monitoring never stops the manager
             LOG.warning('notifications off: %s', e)
             self.notifier = None

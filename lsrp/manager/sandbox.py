@@ -1,10 +1,12 @@
 """The manager in ``fedex-sandbox``: a conductor and one agent per site.
 
 ``fedex-sandbox up`` starts them after the Ceph sites and the shared
-services (RabbitMQ, ZooKeeper; the manager's database is SQLite in the
-sandbox, the embedded default), ``down`` stops them, ``status`` lists them.
-Their files live in ``<sandbox>/manager``: configs, logs, pid files, the
-SQLite database, the key directory, the device slots of each terminal
+services (MariaDB: the manager's database ``sandbox``; RabbitMQ;
+ZooKeeper), ``down`` stops them, ``status`` lists them. (SQLite, the
+embedded default, said 'database is locked' to the demo on a loaded
+machine: the demo, the conductor and taskflow write at once.) Their files
+live in ``<sandbox>/manager``: configs, logs, pid files, the key
+directory, the device slots of each terminal
 (``slots-site-a/<serial>``: directories standing in for USB disks).
 """
 
@@ -34,7 +36,7 @@ class SandboxManager(object):
             self._dep = deploy.Deployment(
                 self.sb, self.sb.shared.endpoints(), 'sandbox', self.root,
                 {s: self.sb.port(o) for s, o in TERMINAL_OFFSETS.items()},
-                session_timeout=10, database='sqlite',
+                session_timeout=10, database='mysql',
                 timetable={'hand_over': 0, 'depart': 2, 'scan': 4,
                            'deliver': 6})
         return self._dep
@@ -102,8 +104,8 @@ class SandboxManager(object):
         return result
 
     def down(self):
-        if not self.configured():
-            return []
+        if not os.path.isdir(self.run_dir):
+            return []           # never started here
         stopped = []
         for svc in reversed(self.services()):
             pid = svc.stop()

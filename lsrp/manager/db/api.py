@@ -15,6 +15,7 @@ from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import utils as db_utils
 import sqlalchemy as sa
+from sqlalchemy import event as sa_event
 
 from lsrp import exception
 from lsrp.manager import context as context_mod
@@ -49,8 +50,24 @@ def configure(connection=None):
         ctx = enginefacade.transaction_context()
         ctx.configure(connection=connection, sqlite_fk=True,
                       max_retries=5)
+        if connection.startswith('sqlite'):
+            _sqlite_for_many(ctx.writer.get_engine())
         _CTX = ctx
         return ctx
+
+
+def _sqlite_for_many(engine):
+    """SQLite shared by a conductor, its RPC handlers and a facade user.
+
+    WAL lets readers go on while one writes; a writer waits up to 60 s
+    for another instead of failing at once with 'database is locked'.
+    """
+    def on_connect(dbapi_connection, record):
+        cursor = dbapi_connection.cursor()
+        cursor.execute('PRAGMA busy_timeout = 60000')
+        cursor.execute('PRAGMA journal_mode = WAL')
+        cursor.close()
+    sa_event.listen(engine, 'connect', on_connect)
 
 
 def _facade():
@@ -204,6 +221,26 @@ def add_event(ctx, resource_type, resource_id, kind, message,
                       location, actor).as_dict()
 
 
+_transition_hooks = []
+
+
+def on_transition(hook):
+    """Call ``hook(kind, id, old, new, message)`` after each state change.
+
+    Only changes committed by this process; the conductor sends them as
+    notifications.
+    """
+    _transition_hooks.append(hook)
+
+
+def _notify(kind, ident, old, new, message):
+    for hook in list(_transition_hooks):
+        try:
+            hook(kind, ident, old, new, message)
+        except Exception:  # noqa: monitoring never breaks a transition
+            pass
+
+
 def transition(ctx, kind, ident, event=None, target=None, expect=None,
                values=None, message=None, details=None, location=None,
                occurred_at=None, event_kind='state'):
@@ -244,7 +281,9 @@ def transition(ctx, kind, ident, event=None, target=None, expect=None,
                migration_id=migration_id, details=details,
                location=location, occurred_at=occurred_at)
         session.expire(row)
-        return _dict(_get(session, kind, row.id))
+        out = _dict(_get(session, kind, row.id))
+    _notify(kind, out['id'], current, new, message)
+    return out
 
 
 def events(ctx, filters=None, limit=None, marker=None, since=None,

@@ -80,19 +80,7 @@ def step(ctx, m, event, **kw):
     new = states.MIGRATION.events(m['state']).get(event)
     if new is None:
         return m
-    m = db.transition(ctx, 'migration', m['id'], event, **kw)
-    notifier().state('migration', m['id'], None, m['state'])
-    return m
-
-
-_notifier = None
-
-
-def notifier():
-    global _notifier
-    if _notifier is None:
-        _notifier = rpc.Notifier()
-    return _notifier
+    return db.transition(ctx, 'migration', m['id'], event, **kw)
 
 
 def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
@@ -232,8 +220,6 @@ class Begin(PhaseTask):
             event_kind='error',
             message='%s failed in %s: %s' % (self.phase, m['state'],
                                              reason[:1000]))
-        notifier().state('migration', migration_id, m['state'],
-                         states.FAILED, reason)
 
 
 # --- prepare: REQUESTED .. SEALED, then handed to the courier -----------------

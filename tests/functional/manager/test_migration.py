@@ -56,7 +56,8 @@ class TestEndToEnd(base.ManagerTestCase):
         self.assertEqual('IMPORTED', shown['shipments'][0]['state'])
         self.cut_over(m, writer)
         self.assert_converged(m)
-        m = self.wait_state(m, states.CLEANED) and m
+        actions.migration_cleanup(self.ctx, m['id'])
+        self.wait_state(m, states.CLEANED)
         s = actions.shipment_list(self.ctx)[0]
         self.assertEqual('ERASED', s['state'])
         self.assertRaises(exception.KeyManagerError, keys.get_store().get,

@@ -164,6 +164,15 @@ class TestMigrations(ActionsTestCase):
         actions.migration_approve_cutover(self.ctx, m['id'])
         m = actions.migration_cutover_start(self.ctx, m['id'])
         self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertEqual('cutover', self.posted[-1][1])
+        self.assertFalse(actions.final_delta_status(self.ctx,
+                                                    m['id'])['done'])
+        db.operation_start(self.ctx, m['id'] + '.final_delta.9', m['id'],
+                           'term-a', 'final_delta')
+        db.operation_report(self.ctx, m['id'] + '.final_delta.9',
+                            state='DONE', result={'snapshot': 's-r9'})
+        self.assertEqual('s-r9', actions.final_delta_status(
+            self.ctx, m['id'])['snapshot'])
         m = actions.migration_cutover_finish(self.ctx, m['id'], False,
                                              'nova said no')
         self.assertEqual(states.CATCHING_UP, m['state'])

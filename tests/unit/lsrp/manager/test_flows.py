@@ -75,9 +75,9 @@ class FlowTestCase(base.DBTestCase):
         self.terminals = FakeTerminals()
         self.useFixture(fixtures.MonkeyPatch(
             'lsrp.manager.rpc.TerminalAPI', self.terminals.api))
-        self.useFixture(fixtures.MonkeyPatch(
-            'lsrp.manager.flows.tasks.notifier',
-            lambda: type('N', (), {'state': lambda *a: None})()))
+        self.notified = []
+        db.on_transition(lambda *a: self.notified.append(a))
+        self.addCleanup(db._transition_hooks.clear)
         CONF.set_override('op_poll_interval', 1, group='conductor')
         CONF.set_override('compute_driver', 'none', group='conductor')
         CONF.set_override('name', 'test-conductor', group='conductor')
@@ -150,6 +150,9 @@ class TestPhases(FlowTestCase):
                                      actions.device_list(self.ctx)})
         self.assertIn('erase', self.kinds())
         self.assertIn('remove_snapshots', self.kinds())
+        # Every state change was handed to the notification hook.
+        self.assertIn(('migration', m['id'], states.COMPLETED,
+                       states.CLEANED), [n[:4] for n in self.notified])
 
     def test_prepare_twice_runs_nothing_twice(self):
         self.run_phase('prepare')
