@@ -2,4 +2,3 @@ PANEL = 'fedex_shipments'
 PANEL_DASHBOARD = 'admin'
 PANEL_GROUP = 'fedex'
 ADD_PANEL = 'nova_fedex.dashboard.dashboards.admin.fedex_shipments.panel.Shipments'
-ADD_INSTALLED_APPS = ['nova_fedex.dashboard']
