@@ -227,3 +227,79 @@ class RemoteError(FedexException):
 
 class ConnectionClosed(FedexException):
     message = "connection to %(peer)s closed%(detail)s"
+
+
+# --- the shipment manager (lsrp/manager) --------------------------------------
+
+class ManagerError(FedexException):
+    message = "manager: %(reason)s"
+
+
+class InvalidTransition(ManagerError):
+    """A state machine refused an event: names both states."""
+    message = ("%(kind)s %(id)s: cannot go from %(current)s to %(target)s "
+               "(%(reason)s)")
+
+
+class NotFound(ManagerError):
+    message = "%(kind)s %(id)s does not exist"
+
+
+class Conflict(ManagerError):
+    message = "%(kind)s %(id)s: %(reason)s"
+
+
+class InvalidInput(ManagerError):
+    message = "invalid %(field)s: %(reason)s"
+
+
+class TerminalUnavailable(ManagerError):
+    message = ("terminal %(terminal)s did not answer %(operation)s: "
+               "%(reason)s; the migration waits and retries")
+
+
+class OperationFailed(ManagerError):
+    message = ("terminal %(terminal)s: %(operation)s %(op_id)s failed: "
+               "%(reason)s")
+
+
+class CustodyMismatch(ManagerError):
+    message = ("shipment %(shipment)s: custody check failed: %(reason)s; "
+               "nothing is imported from these devices")
+
+
+class KeyManagerError(ManagerError):
+    message = "key %(key)s: %(reason)s"
+
+
+class CourierError(ManagerError):
+    message = "courier %(courier)s: %(reason)s"
+
+
+# --- the planner and fedex-api ------------------------------------------------
+
+class PlanCannotConverge(FedexException):
+    message = ("plan cannot converge: %(what)s: writes of %(write_rate)s "
+               "while the WAN carries %(bandwidth)s; a live copy never catches up "
+               "with writes at or above the bandwidth: lower the write rate "
+               "(throttle the guests, fewer VMs at once) or raise the "
+               "bandwidth")
+
+
+class InvalidPlanInput(FedexException):
+    message = "plan input %(field)s: %(reason)s"
+
+
+class PolicyNotAuthorized(FedexException):
+    message = ("policy does not allow %(action)s for this token (roles: "
+               "%(roles)s, project %(project)s)")
+
+
+class PreflightFailed(FedexException):
+    """A migration that cannot work: every reason, so all are fixed at once."""
+
+    message = "the migration cannot work: %(reasons)s"
+
+    def __init__(self, reasons):
+        self.reasons = list(reasons)
+        super().__init__(reasons='; '.join(self.reasons))

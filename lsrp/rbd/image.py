@@ -179,6 +179,18 @@ class Image(object):
         return any(s.name == name and s.namespace == 'user'
                    for s in self.list_snapshots())
 
+    def snapshot_timestamp(self, name):
+        """When the user snapshot ``name`` was taken, in epoch seconds.
+
+        librbd keeps it to the second.
+        """
+        for s in self.list_snapshots():
+            if s.name == name and s.namespace == 'user':
+                with self._translate('read snapshot timestamp', snapshot=name):
+                    return self._image.get_snap_timestamp(s.id).timestamp()
+        raise exception.SnapshotNotFound(site=self.site,
+                                         target='%s@%s' % (self.spec, name))
+
     def _use_snapshot(self, snapshot):
         """Point reads at a user snapshot name or a GroupSnapshotRef."""
         if isinstance(snapshot, GroupSnapshotRef):

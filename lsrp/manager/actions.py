@@ -1,0 +1,565 @@
+"""The manager's Python facade: what the REST API, the CLI and Nova call.
+
+Every function takes a :class:`lsrp.manager.context.RequestContext` first
+and returns plain dicts (JSON-ready). Bad input raises
+:class:`lsrp.exception.InvalidInput`; a missing record
+:class:`~lsrp.exception.NotFound`; an action the state forbids
+:class:`~lsrp.exception.InvalidTransition` naming both states. Nothing here
+waits for terminals: work is posted to the conductors as jobs
+(:mod:`lsrp.manager.jobs`).
+"""
+
+import datetime
+import re
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from lsrp import exception
+from lsrp.manager.db import api as db
+from lsrp.manager import jobs
+from lsrp.manager import options as options_mod
+from lsrp.manager import states
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+
+IMAGE_SPEC = re.compile(r'^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$')
+MIGRATION_FILTERS = ('state', 'project_id', 'source_site_id', 'dest_site_id',
+                     'name')
+HEARTBEAT_TIMEOUT = 60
+
+
+def _bad(field, reason):
+    raise exception.InvalidInput(field=field, reason=reason)
+
+
+def _limit(limit):
+    if limit is None:
+        return None
+    try:
+        limit = int(limit)
+    except (TypeError, ValueError):
+        _bad('limit', '%r is not a number' % (limit,))
+    if limit < 1:
+        _bad('limit', 'must be at least 1, got %d' % limit)
+    return limit
+
+
+# --- sites and terminals --------------------------------------------------------
+
+def site_register(ctx, name, ceph_conf=None, ceph_keyring=None,
+                  ceph_client='admin', availability_zone=None,
+                  aggregate=None):
+    if not name:
+        _bad('name', 'a site needs a name')
+    return db.create(ctx, 'site', dict(
+        name=name, ceph_conf=ceph_conf, ceph_keyring=ceph_keyring,
+        ceph_client=ceph_client, availability_zone=availability_zone,
+        aggregate=aggregate))
+
+
+def site_list(ctx):
+    return db.list_(ctx, 'site', sort_key='name', sort_dir='asc')
+
+
+def site_show(ctx, site):
+    return db.get(ctx, 'site', site)
+
+
+def terminal_register(ctx, name, site, rpc_topic=None, capacity_bytes=0,
+                      slots=0, lsrp_address=None):
+    site = db.get(ctx, 'site', site)
+    try:
+        existing = db.get(ctx, 'terminal', name)
+    except exception.NotFound:
+        existing = None
+    values = dict(site_id=site['id'],
+                  rpc_topic=rpc_topic or 'fedex-terminal.%s' % name,
+                  capacity_bytes=capacity_bytes, slots=slots,
+                  lsrp_address=lsrp_address)
+    if existing:
+        # A terminal re-registers at every start: same name, new details.
+        return db.update(ctx, 'terminal', existing['id'], values)
+    values['name'] = name
+    values['state'] = 'UNKNOWN'
+    return db.create(ctx, 'terminal', values)
+
+
+def terminal_heartbeat(ctx, name, info=None):
+    term = db.get(ctx, 'terminal', name)
+    was = term['state']
+    term = _heartbeat(ctx, term, info)
+    if was != 'UP':
+        db.add_event(ctx, 'terminal', term['id'], 'health',
+                     'terminal %s is up (was %s)' % (name, was))
+    return term
+
+
+def _heartbeat(ctx, term, info):
+    with db.writer(ctx) as session:
+        row = db._get(session, 'terminal', term['id'])
+        row.last_heartbeat = db.now()
+        row.state = 'UP'
+        if info is not None:
+            row.info = info
+        session.flush()
+        return row.as_dict()
+
+
+def _health(term, now=None):
+    now = now or db.now()
+    beat = db.utcfromiso(term.get('last_heartbeat'))
+    if beat is None:
+        term['health'] = 'UNKNOWN'
+    else:
+        age = (now - beat).total_seconds()
+        term['heartbeat_age'] = round(age, 1)
+        term['health'] = 'UP' if age <= HEARTBEAT_TIMEOUT else 'DOWN'
+    return term
+
+
+def terminal_list(ctx, site=None):
+    filters = {}
+    if site:
+        filters['site_id'] = db.get(ctx, 'site', site)['id']
+    return [_health(t) for t in db.list_(ctx, 'terminal', filters,
+                                         sort_key='name', sort_dir='asc')]
+
+
+def terminal_show(ctx, terminal):
+    return _health(db.get(ctx, 'terminal', terminal))
+
+
+# --- migrations ------------------------------------------------------------------
+
+def _volumes_of(server, index, dest_pool_map):
+    vols = server.get('volumes') or []
+    if not vols:
+        _bad('servers[%d].volumes' % index, 'a server needs at least one '
+             'RBD image (its disks and volumes)')
+    out = []
+    for j, v in enumerate(vols):
+        field = 'servers[%d].volumes[%d]' % (index, j)
+        if isinstance(v, str):
+            v = {'source_image': v}
+        src = v.get('source_image')
+        if not src or not IMAGE_SPEC.match(src):
+            _bad(field + '.source_image', '%r is not POOL/IMAGE' % (src,))
+        dest = v.get('dest_image')
+        if dest is None:
+            pool, name = src.split('/', 1)
+            dest = '%s/%s' % (dest_pool_map.get(pool, pool), name)
+        if not IMAGE_SPEC.match(dest):
+            _bad(field + '.dest_image', '%r is not POOL/IMAGE' % (dest,))
+        size = v.get('size_bytes', 0)
+        if not isinstance(size, int) or size < 0:
+            _bad(field + '.size_bytes', '%r is not a size' % (size,))
+        out.append(dict(server_id=server.get('server_id'),
+                        volume_id=v.get('volume_id'),
+                        kind=v.get('kind', 'volume'), source_image=src,
+                        dest_image=dest, size_bytes=size))
+    return out
+
+
+def migration_create(ctx, servers, source_site, dest_site, name=None,
+                     source_host=None, dest_host=None, options=None,
+                     source_terminal=None, dest_terminal=None,
+                     pool_map=None, start=True):
+    """Request the move of ``servers`` (a wave) to ``dest_site``.
+
+    ``servers``: [{"server_id": ..., "name": ..., "volumes": [
+    {"source_image": "pool/img", "dest_image": ..., "volume_id": ...,
+    "size_bytes": ...} or "pool/img", ...]}]
+    """
+    if not servers or not isinstance(servers, list):
+        _bad('servers', 'a migration needs at least one server')
+    src = db.get(ctx, 'site', source_site)
+    dst = db.get(ctx, 'site', dest_site)
+    if src['id'] == dst['id']:
+        _bad('dest_site', 'source and destination are both %s'
+             % src['name'])
+    opts = options_mod.validate(options)
+    terms = {}
+    for field, term, site in (('source_terminal', source_terminal, src),
+                              ('dest_terminal', dest_terminal, dst)):
+        if term is None:
+            candidates = terminal_list(ctx, site['id'])
+            if not candidates:
+                _bad(field, 'site %s has no terminal; register one'
+                     % site['name'])
+            up = [t for t in candidates if t['health'] == 'UP']
+            term = (up or candidates)[0]
+        else:
+            term = db.get(ctx, 'terminal', term)
+            if term['site_id'] != site['id']:
+                _bad(field, 'terminal %s is not at site %s'
+                     % (term['name'], site['name']))
+        terms[field] = term
+    server_rows, volume_rows, seen = [], [], set()
+    for i, server in enumerate(servers):
+        if not isinstance(server, dict):
+            _bad('servers[%d]' % i, 'not an object')
+        server_rows.append(dict(server_id=server.get('server_id') or
+                                'server-%d' % i, name=server.get('name'),
+                                state='LOCKED'))
+        for v in _volumes_of(server, i, pool_map or {}):
+            if v['source_image'] in seen:
+                _bad('servers[%d].volumes' % i, 'image %s is listed twice'
+                     % v['source_image'])
+            seen.add(v['source_image'])
+            volume_rows.append(v)
+    values = dict(name=name, project_id=ctx.project_id,
+                  user_id=ctx.user_id, source_site_id=src['id'],
+                  dest_site_id=dst['id'], source_host=source_host,
+                  dest_host=dest_host, options=opts,
+                  source_terminal_id=terms['source_terminal']['id'],
+                  dest_terminal_id=terms['dest_terminal']['id'],
+                  bytes_total=sum(v['size_bytes'] for v in volume_rows))
+    mig = db.migration_create(ctx, values, server_rows, volume_rows)
+    if start:
+        jobs.post(ctx, mig['id'], 'prepare')
+    return db.get(ctx, 'migration', mig['id'])
+
+
+def migrations_create(ctx, requests):
+    """A wave: several migrations at once.
+
+    All are validated before any is created: a bad one leaves nothing.
+    """
+    if not requests:
+        _bad('migrations', 'nothing to create')
+    for i, r in enumerate(requests):
+        try:
+            _dry_check(ctx, r)
+        except exception.InvalidInput as e:
+            raise exception.InvalidInput(field='migrations[%d].%s' % (
+                i, e.kwargs.get('field')), reason=e.kwargs.get('reason'))
+    return [migration_create(ctx, **r) for r in requests]
+
+
+def _dry_check(ctx, r):
+    db.get(ctx, 'site', r.get('source_site'))
+    db.get(ctx, 'site', r.get('dest_site'))
+    options_mod.validate(r.get('options'))
+    for i, s in enumerate(r.get('servers') or [None]):
+        if not isinstance(s, dict):
+            _bad('servers', 'a migration needs at least one server')
+        _volumes_of(s, i, r.get('pool_map') or {})
+
+
+def migration_list(ctx, filters=None, limit=None, marker=None,
+                   sort_key='created_at', sort_dir='desc'):
+    filters = dict(filters or {})
+    for key in filters:
+        if key not in MIGRATION_FILTERS:
+            _bad('filter', '%r; filters are %s' % (
+                key, ', '.join(MIGRATION_FILTERS)))
+    if 'state' in filters:
+        wanted = filters['state']
+        for s in ([wanted] if isinstance(wanted, str) else wanted):
+            if s not in states.MIGRATION.states:
+                _bad('state', '%r is not a migration state' % s)
+    return [_progress(m) for m in db.list_(
+        ctx, 'migration', filters, _limit(limit), marker, sort_key,
+        sort_dir)]
+
+
+def _progress(m):
+    total, done = m['bytes_total'] or 0, m['bytes_done'] or 0
+    m['progress'] = {
+        'bytes_total': total, 'bytes_done': done,
+        'percent': round(100.0 * done / total, 1) if total else None,
+        'rate': m.get('rate'), 'eta_seconds': m.get('eta_seconds'),
+        'rounds': m.get('rounds'),
+        'last_round_bytes': m.get('last_round_bytes')}
+    m['allowed_actions'] = _allowed(m)
+    return m
+
+
+def _allowed(m):
+    events = states.MIGRATION.events(m['state'])
+    out = []
+    if 'abort' in events:
+        out.append('abort')
+    if any(e.startswith('retry_') for e in events):
+        out.append('retry')
+    if m['state'] == states.READY_FOR_CUTOVER and not m['cutover_approved']:
+        out.append('approve_cutover')
+    if m['state'] in states.MIGRATION_FINAL:
+        out.append('delete')
+    if m['state'] == states.IN_TRANSIT:
+        out += ['reship', 'seed_over_wan']
+    return out
+
+
+def migration_show(ctx, migration, events_limit=20):
+    m = _progress(db.get(ctx, 'migration', migration))
+    m['events'] = db.events(ctx, {'migration_id': m['id']},
+                            limit=events_limit, sort_dir='desc')
+    shipment_ids = sorted({v['shipment_id'] for v in m['volumes']
+                           if v['shipment_id']})
+    m['shipments'] = [_shipment_summary(db.get(ctx, 'shipment', s))
+                      for s in shipment_ids]
+    m['operations'] = db.list_(ctx, 'operation', {'migration_id': m['id']},
+                               sort_key='created_at', sort_dir='asc')
+    return m
+
+
+def _shipment_summary(s):
+    return {k: s[k] for k in ('id', 'name', 'state', 'carrier',
+                              'tracking_number')}
+
+
+def migration_update(ctx, migration, options=None, name=None):
+    """Change options while it runs.
+
+    Rate cap, rate schedule, downtime budget, cutover window and mode,
+    retention.
+    """
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] in states.MIGRATION_FINAL:
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target=m['state'], reason='a finished migration cannot change')
+    values = {}
+    if options:
+        changed = options_mod.validate(options, partial=True)
+        merged = dict(m['options'])
+        merged.update(changed)
+        values['options'] = options_mod.validate(merged)
+    if name is not None:
+        values['name'] = name
+    if not values:
+        _bad('update', 'nothing to change')
+    out = db.update(ctx, 'migration', m['id'], values)
+    db.add_event(ctx, 'migration', m['id'], 'config', 'updated: %s' % (
+        ', '.join('%s=%s' % kv for kv in sorted(
+            (options or {}).items())) or 'name'), migration_id=m['id'])
+    return _progress(out)
+
+
+def migration_abort(ctx, migration, reason=None):
+    m = db.transition(ctx, 'migration', migration, 'abort',
+                      message='abort requested%s' % (
+                          ': %s' % reason if reason else ''))
+    jobs.post(ctx, m['id'], 'abort')
+    return _progress(m)
+
+
+def migration_retry(ctx, migration):
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] != states.FAILED:
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target=m['failed_in'] or '(its last state)',
+            reason='only a FAILED migration is retried')
+    back = m['failed_in'] or states.SNAPSHOTTING
+    m = db.transition(ctx, 'migration', m['id'], 'retry_' + back.lower(),
+                      values={'last_error': None},
+                      message='retry in %s' % back)
+    jobs.post(ctx, m['id'], jobs.PHASE_OF_STATE[back])
+    return _progress(m)
+
+
+def migration_approve_cutover(ctx, migration):
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] not in (states.READY_FOR_CUTOVER, states.CATCHING_UP,
+                          states.ROLLED_BACK) and \
+            m['state'] not in states.MIGRATION_STABLE[:4]:
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target=states.CUTTING_OVER,
+            reason='the cutover can no longer be approved')
+    m = db.update(ctx, 'migration', m['id'], {'cutover_approved': True})
+    db.add_event(ctx, 'migration', m['id'], 'config', 'cutover approved',
+                 migration_id=m['id'])
+    return _progress(m)
+
+
+def cutover_ready(ctx, migration):
+    """For Nova: may the cutover start now? (state, approval, window)."""
+    m = db.get(ctx, 'migration', migration)
+    reasons = []
+    if m['state'] not in (states.READY_FOR_CUTOVER, states.ROLLED_BACK):
+        reasons.append('state is %s, not READY_FOR_CUTOVER' % m['state'])
+    if m['options'].get('cutover') == 'approved' and \
+            not m['cutover_approved']:
+        reasons.append('the cutover is not approved')
+    if not options_mod.in_cutover_window(m['options']):
+        reasons.append('outside the cutover window %s-%s UTC' % (
+            m['options']['cutover_window']['start'],
+            m['options']['cutover_window']['end']))
+    return {'ready': not reasons, 'reasons': reasons, 'state': m['state'],
+            'last_round_bytes': m['last_round_bytes'],
+            'downtime_budget': m['options'].get('downtime_budget')}
+
+
+def migration_cutover_start(ctx, migration):
+    """Nova (or the stand-in) starts the cutover: READY -> CUTTING_OVER."""
+    ready = cutover_ready(ctx, migration)
+    if not ready['ready']:
+        m = db.get(ctx, 'migration', migration)
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target=states.CUTTING_OVER, reason='; '.join(ready['reasons']))
+    return _progress(db.transition(ctx, 'migration', migration, 'cutover'))
+
+
+def migration_cutover_finish(ctx, migration, success=True, reason=None):
+    """Nova reports the cutover's end: COMPLETED, or ROLLED_BACK.
+
+    Rolled back: the VM still runs at the source; catch-up goes on.
+    """
+    if success:
+        m = db.transition(ctx, 'migration', migration, 'complete',
+                          values={'finished_at': db.now()})
+        return _progress(m)
+    m = db.transition(ctx, 'migration', migration, 'rollback',
+                      values={'last_error': reason},
+                      message='cutover rolled back: %s' % reason)
+    m = db.transition(ctx, 'migration', m['id'], 'catch_up')
+    jobs.post(ctx, m['id'], 'catchup')
+    return _progress(m)
+
+
+def migration_reship(ctx, migration, seed_over_wan=False):
+    """A lost, damaged or tampered shipment: ship again, or use the WAN.
+
+    Re-shipping exports again from the same base snapshot.
+    """
+    event = 'seed_over_wan' if seed_over_wan else 'reship'
+    m = db.transition(ctx, 'migration', migration, event)
+    db.volumes_update(ctx, m['id'], {'shipment_id': None})
+    jobs.post(ctx, m['id'], 'catchup' if seed_over_wan else 'prepare')
+    return _progress(m)
+
+
+def migration_delete(ctx, migration):
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] not in states.MIGRATION_FINAL:
+        raise exception.InvalidTransition(
+            kind='migration', id=m['id'], current=m['state'],
+            target='(deleted)', reason='only %s migrations are deleted; '
+            'abort it first' % ' or '.join(states.MIGRATION_FINAL))
+    db.delete(ctx, 'migration', m['id'])
+    db.add_event(ctx, 'migration', m['id'], 'state', 'deleted',
+                 migration_id=m['id'])
+
+
+# --- shipments and devices ---------------------------------------------------
+
+def shipment_list(ctx, filters=None, limit=None, marker=None):
+    return db.list_(ctx, 'shipment', filters, _limit(limit), marker)
+
+
+def shipment_show(ctx, shipment):
+    s = db.get(ctx, 'shipment', shipment)
+    s['migrations'] = sorted({
+        v['migration_id'] for m in db.list_(ctx, 'migration')
+        for v in m['volumes'] if v['shipment_id'] == s['id']})
+    s['events'] = db.events(ctx, {'resource_id': s['id']})
+    return s
+
+
+def device_register(ctx, serial, terminal, capacity_bytes=0, slot=None,
+                    path=None):
+    """A terminal registers a blank device plugged into it."""
+    if not serial or not re.match(r'^[A-Za-z0-9._:-]{1,128}$', serial):
+        _bad('serial', '%r is not a device serial' % (serial,))
+    term = db.get(ctx, 'terminal', terminal)
+    try:
+        dev = db.get(ctx, 'device', serial)
+    except exception.NotFound:
+        return db.create(ctx, 'device', dict(
+            serial=serial, state=states.D_BLANK, terminal_id=term['id'],
+            capacity_bytes=capacity_bytes, slot=slot, path=path),
+            event_message='registered at %s' % term['name'])
+    # Plugged in again (at the destination, after delivery): where it is.
+    return db.update(ctx, 'device', dev['id'], dict(
+        terminal_id=term['id'], slot=slot, path=path))
+
+
+def device_list(ctx, filters=None, limit=None, marker=None):
+    return db.list_(ctx, 'device', filters, _limit(limit), marker)
+
+
+def device_show(ctx, device):
+    d = db.get(ctx, 'device', device)
+    d['events'] = db.events(ctx, {'resource_id': d['id']})
+    return d
+
+
+CARRIER_EVENTS = ('hand_over', 'depart', 'scan', 'deliver', 'lose',
+                  'damage')
+
+
+def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
+                  location=None, tracking_number=None, details=None,
+                  devices_missing=None):
+    """Record a carrier's event (manual or a courier plugin).
+
+    ``seq`` (the carrier's event number) makes duplicates harmless: one at
+    or below the last seen is recorded and ignored. An event the shipment's
+    state does not allow (out of order) is recorded and refused.
+    """
+    if event not in CARRIER_EVENTS:
+        _bad('event', '%r; carrier events are %s' % (
+            event, ', '.join(CARRIER_EVENTS)))
+    s = db.get(ctx, 'shipment', shipment)
+    when = db.utcfromiso(occurred_at) if occurred_at else None
+    missing = sorted(set(devices_missing or []))
+    if event == 'deliver' and len(missing) > s['parity']:
+        # More devices missing than parity covers: the data did not come.
+        event = 'lose'
+    if seq is not None and seq <= s['last_carrier_seq']:
+        db.add_event(ctx, 'shipment', s['id'], 'custody',
+                     'duplicate carrier event %s #%d ignored (last #%d)'
+                     % (event, seq, s['last_carrier_seq']),
+                     details={'event': event, 'seq': seq, 'ignored': True},
+                     occurred_at=when, location=location)
+        s['ignored'] = True
+        return s
+    values = {}
+    if seq is not None:
+        values['last_carrier_seq'] = seq
+    if tracking_number:
+        values['tracking_number'] = tracking_number
+    try:
+        s = db.transition(ctx, 'shipment', s['id'], event, values=values,
+                          event_kind='custody', location=location,
+                          occurred_at=when,
+                          details=dict(details or {}, seq=seq),
+                          message='carrier: %s%s' % (
+                              event, ' at %s' % location if location
+                              else ''))
+    except exception.InvalidTransition as e:
+        db.add_event(ctx, 'shipment', s['id'], 'custody',
+                     'carrier event %s refused: %s' % (event, e),
+                     details={'event': event, 'seq': seq,
+                              'refused': True},
+                     occurred_at=when, location=location)
+        raise
+    from lsrp.manager import custody    # late: custody imports actions
+    custody.after_carrier_event(ctx, s, event, missing)
+    s['ignored'] = False
+    return s
+
+
+# --- events ----------------------------------------------------------------------
+
+def events_query(ctx, migration=None, resource_id=None, kind=None,
+                 since=None, limit=100, marker=None, sort_dir='asc'):
+    filters = {}
+    if migration:
+        filters['migration_id'] = db.get(ctx, 'migration', migration)['id']
+    if resource_id:
+        filters['resource_id'] = resource_id
+    if kind:
+        filters['kind'] = kind
+    if since is not None and not isinstance(since, datetime.datetime):
+        try:
+            since = db.utcfromiso(since)
+        except ValueError:
+            _bad('since', '%r is not an ISO 8601 time' % (since,))
+    return db.events(ctx, filters, _limit(limit), marker, since, sort_dir)

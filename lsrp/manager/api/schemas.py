@@ -1,0 +1,189 @@
+"""JSON schemas of the request bodies (draft 7, no extra fields)."""
+
+NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+ID = {'type': 'string', 'minLength': 1, 'maxLength': 64}
+NONNEG_INT = {'type': 'integer', 'minimum': 0}
+HHMM = {'type': 'string', 'pattern': '^[0-2][0-9]:[0-5][0-9]$'}
+TIMESTAMP = {'type': 'string', 'format': 'date-time', 'minLength': 10}
+
+RATE_SCHEDULE = {
+    'type': 'array',
+    'items': {'type': 'object', 'additionalProperties': False,
+              'required': ['start', 'end', 'rate_cap'],
+              'properties': {'days': {'type': 'string'}, 'start': HHMM,
+                             'end': HHMM, 'rate_cap': NONNEG_INT}},
+}
+CUTOVER_WINDOW = {
+    'oneOf': [{'type': 'null'},
+              {'type': 'object', 'additionalProperties': False,
+               'required': ['start', 'end'],
+               'properties': {'start': HHMM, 'end': HHMM}}]}
+
+OPTIONS = {
+    'type': 'object', 'additionalProperties': False,
+    'properties': {
+        'rate_cap': NONNEG_INT,
+        'rate_schedule': RATE_SCHEDULE,
+        'downtime_budget': NONNEG_INT,
+        'cutover_window': CUTOVER_WINDOW,
+        'cutover': {'enum': ['automatic', 'approved']},
+        'retention_days': NONNEG_INT,
+        'parity': NONNEG_INT,
+        'threshold_bytes': NONNEG_INT,
+        'max_rounds': {'type': 'integer', 'minimum': 1},
+        'keep_warm_seconds': NONNEG_INT,
+    },
+}
+
+IMAGE_SPEC = {'type': 'string', 'pattern': '^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$'}
+SERVER = {
+    'oneOf': [
+        ID,
+        {'type': 'object', 'additionalProperties': False,
+         'required': ['server_id'],
+         'properties': {
+             'server_id': ID, 'name': NAME,
+             'volumes': {'type': 'array', 'minItems': 1, 'items': {
+                 'oneOf': [IMAGE_SPEC, {
+                     'type': 'object', 'additionalProperties': False,
+                     'required': ['source_image'],
+                     'properties': {'source_image': IMAGE_SPEC,
+                                    'dest_image': IMAGE_SPEC,
+                                    'volume_id': ID,
+                                    'kind': {'enum': ['disk', 'volume']},
+                                    'size_bytes': NONNEG_INT}}]}}}}]}
+
+MIGRATION_CREATE = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['servers', 'source_site', 'dest_site'],
+    'properties': {
+        'name': NAME,
+        'servers': {'type': 'array', 'minItems': 1, 'maxItems': 1000,
+                    'items': SERVER},
+        'source_site': NAME,
+        'dest_site': NAME,
+        'source_host': NAME,
+        'dest_host': NAME,
+        'source_terminal': NAME,
+        'dest_terminal': NAME,
+        'pool_map': {'type': 'object',
+                     'additionalProperties': {'type': 'string'}},
+        'options': OPTIONS,
+    },
+}
+
+MIGRATION_UPDATE = {
+    'type': 'object', 'additionalProperties': False, 'minProperties': 1,
+    'properties': dict({k: OPTIONS['properties'][k] for k in (
+        'rate_cap', 'rate_schedule', 'downtime_budget', 'cutover_window',
+        'cutover')}, name=NAME),
+}
+
+MIGRATION_ACTION = {
+    'type': 'object', 'minProperties': 1, 'maxProperties': 1,
+    'additionalProperties': False,
+    'properties': {
+        'abort': {'type': 'object', 'additionalProperties': False,
+                  'properties': {'reason': {'type': 'string',
+                                            'maxLength': 1024}}},
+        'retry': {'type': 'object', 'additionalProperties': False},
+        'cutover': {'type': 'object', 'additionalProperties': False},
+        'reship': {'type': 'object', 'additionalProperties': False,
+                   'properties': {'seed_over_wan': {'type': 'boolean'}}},
+    },
+}
+
+# The issue's words and the manager's verbs, both accepted.
+CARRIER_EVENT_ALIASES = {'handed_to_carrier': 'hand_over',
+                         'in_transit': 'scan', 'departed': 'depart',
+                         'delivered': 'deliver', 'lost': 'lose',
+                         'damaged': 'damage'}
+CARRIER_EVENTS = sorted(set(CARRIER_EVENT_ALIASES)
+                        | set(CARRIER_EVENT_ALIASES.values()))
+SHIPMENT_EVENT = {
+    'type': 'object', 'additionalProperties': False, 'required': ['event'],
+    'properties': {
+        'event': {'enum': CARRIER_EVENTS},
+        'tracking_number': {'type': 'string', 'minLength': 1,
+                            'maxLength': 128},
+        'location': {'type': 'string', 'maxLength': 255},
+        'occurred_at': TIMESTAMP,
+        'seq': {'type': 'integer', 'minimum': 0},
+        'devices_missing': {'type': 'array', 'items': {'type': 'string'}},
+        'details': {'type': 'object'},
+    },
+    # The hand-over is the moment the tracking number exists.
+    'if': {'properties': {'event': {'enum': ['handed_to_carrier',
+                                             'hand_over']}}},
+    'then': {'required': ['tracking_number']},
+}
+
+DEVICE_CREATE = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['serial', 'capacity_bytes', 'terminal'],
+    'properties': {'serial': {'type': 'string', 'minLength': 1,
+                              'maxLength': 128},
+                   'capacity_bytes': {'type': 'integer', 'minimum': 1},
+                   'terminal': NAME, 'slot': NONNEG_INT,
+                   'path': {'type': 'string', 'maxLength': 1024}},
+}
+
+DEVICE_CUSTODY = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['holder'],
+    'properties': {'holder': NAME, 'location': {'type': 'string',
+                                                'maxLength': 255},
+                   'occurred_at': TIMESTAMP,
+                   'message': {'type': 'string', 'maxLength': 1024}},
+}
+
+TERMINAL_CREATE = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['name', 'site'],
+    'properties': {'name': NAME, 'site': NAME,
+                   'rpc_topic': NAME, 'lsrp_address': NAME,
+                   'capacity_bytes': NONNEG_INT, 'slots': NONNEG_INT},
+}
+
+TERMINAL_HEALTH = {
+    'type': 'object', 'additionalProperties': False, 'required': ['state'],
+    'properties': {'state': {'enum': ['UP']},
+                   'info': {'type': 'object'}},
+}
+
+SITE_CREATE = {
+    'type': 'object', 'additionalProperties': False, 'required': ['name'],
+    'properties': {'name': NAME, 'availability_zone': NAME,
+                   'aggregate': NAME,
+                   'ceph_conf': {'type': 'string', 'maxLength': 1024},
+                   'ceph_keyring': {'type': 'string', 'maxLength': 1024},
+                   'ceph_client': {'type': 'string', 'maxLength': 64}},
+}
+
+SIZE = {'oneOf': [NONNEG_INT, {'type': 'string', 'minLength': 1}]}
+POSITIVE = {'oneOf': [{'type': 'number', 'exclusiveMinimum': 0},
+                      {'type': 'string', 'minLength': 1}]}
+PLAN_CREATE = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['vms', 'wan_bandwidth'],
+    'properties': {
+        'vms': {'type': 'array', 'minItems': 1, 'items': {
+            'type': 'object', 'additionalProperties': False,
+            'required': ['size'],
+            'properties': {'size': SIZE, 'allocated': SIZE,
+                           'write_rate': SIZE, 'memory': SIZE,
+                           'count': {'type': 'integer', 'minimum': 1}}}},
+        'wan_bandwidth': POSITIVE,
+        'device_write_rate': POSITIVE, 'device_read_rate': POSITIVE,
+        'device_capacity': POSITIVE,
+        'device_slots': {'type': 'integer', 'minimum': 1},
+        'parity': NONNEG_INT,
+        'transit_time': SIZE,
+        'downtime_budget': POSITIVE,
+        'cost_per_shipment': {'type': 'number', 'minimum': 0},
+        'cost_per_device': {'type': 'number', 'minimum': 0},
+        'wan_cost_per_gb': {'type': 'number', 'minimum': 0},
+        'curve': {'type': 'array', 'maxItems': 200,
+                  'items': {'type': 'integer', 'minimum': 1}},
+    },
+}

@@ -1,0 +1,83 @@
+"""What a shipment's custody events mean for its devices and migrations.
+
+The carrier moves the shipment; this moves what rides in it: devices go
+SHIPPED/MISSING, migrations go IN_TRANSIT/DELIVERED, a delivery posts the
+receive phase, a loss destroys the key. The custody check itself (serials
+and seal digest against the manifest) runs at the destination terminal in
+the receive flow (:mod:`lsrp.manager.flows.tasks`).
+"""
+
+from oslo_log import log as logging
+
+from lsrp import exception
+from lsrp.manager.db import api as db
+from lsrp.manager import jobs
+from lsrp.manager import keys
+from lsrp.manager import states
+
+LOG = logging.getLogger(__name__)
+
+
+def migrations_of(ctx, shipment_id):
+    """Migrations with at least one image in the shipment."""
+    out = []
+    for m in db.list_(ctx, 'migration'):
+        if any(v['shipment_id'] == shipment_id for v in m['volumes']):
+            out.append(m)
+    return out
+
+
+def _device_event(ctx, device, event):
+    try:
+        db.transition(ctx, 'device', device['id'], event)
+    except exception.InvalidTransition as e:
+        # Already there (a re-delivered event): recorded, harmless.
+        LOG.info('%s', e)
+
+
+def destroy_key(ctx, shipment, why):
+    if not shipment.get('key_ref'):
+        return
+    keys.get_store().delete(shipment['key_ref'])
+    db.add_event(ctx, 'shipment', shipment['id'], 'custody',
+                 'key %s destroyed (%s): the devices are unreadable'
+                 % (shipment['key_ref'], why))
+
+
+def after_carrier_event(ctx, shipment, event, devices_missing):
+    devices = db.devices_of(ctx, shipment['id'])
+    if event == 'hand_over':
+        for d in devices:
+            _device_event(ctx, d, 'ship')
+        for m in migrations_of(ctx, shipment['id']):
+            if m['state'] == states.SEALED:
+                db.transition(ctx, 'migration', m['id'], 'ship',
+                              message='shipment %s handed to %s'
+                              % (shipment['name'], shipment['carrier']))
+    elif event == 'deliver':
+        for d in devices:
+            if d['serial'] in devices_missing:
+                _device_event(ctx, d, 'lose')
+        for m in migrations_of(ctx, shipment['id']):
+            ships = {v['shipment_id'] for v in m['volumes']}
+            delivered = all(db.get(ctx, 'shipment', s)['state'] in (
+                states.S_DELIVERED, states.S_VERIFIED, states.S_IMPORTED)
+                for s in ships if s)
+            if m['state'] == states.IN_TRANSIT and delivered:
+                db.transition(ctx, 'migration', m['id'], 'deliver')
+                jobs.post(ctx, m['id'], 'receive')
+    elif event in ('lose', 'damage'):
+        for d in devices:
+            if event == 'lose' and (not devices_missing or
+                                    d['serial'] in devices_missing):
+                _device_event(ctx, d, 'lose')
+            elif event == 'damage':
+                _device_event(ctx, d, 'damage')
+        if event == 'lose':
+            destroy_key(ctx, shipment, 'shipment lost')
+        for m in migrations_of(ctx, shipment['id']):
+            db.add_event(ctx, 'migration', m['id'], 'error',
+                         'shipment %s is %s: re-ship from the same base '
+                         'snapshot or seed over the WAN'
+                         % (shipment['name'], 'lost' if event == 'lose'
+                            else 'damaged'), migration_id=m['id'])

@@ -1,0 +1,68 @@
+"""Posting a migration's phases as jobs: the one door to the conductors.
+
+A *phase* is one taskflow flow that ends in a stable state (see
+doc/source/manager.rst). The facade changes the state in the database and
+then posts the phase; the conductor (:mod:`lsrp.manager.conductor`) sets
+the real poster (the ZooKeeper jobboard). Without one (unit tests of the
+facade) the post is recorded and the sweeper of the first conductor that
+starts posts it.
+"""
+
+import threading
+
+from oslo_log import log as logging
+
+from lsrp.manager.db import api as db
+from lsrp.manager import states
+
+LOG = logging.getLogger(__name__)
+
+# The phase a migration's state is worked on by.
+PHASE_OF_STATE = {
+    states.REQUESTED: 'prepare',
+    states.SNAPSHOTTING: 'prepare',
+    states.EXPORTING: 'prepare',
+    states.CONSOLIDATING: 'prepare',
+    states.DELIVERED: 'receive',
+    states.IMPORTING: 'receive',
+    states.CATCHING_UP: 'catchup',
+    states.READY_FOR_CUTOVER: 'keep_warm',
+    states.CUTTING_OVER: 'cutover',
+    states.COMPLETED: 'cleanup',
+    states.ABORTING: 'abort',
+}
+
+_poster = None
+_lock = threading.Lock()
+
+
+def set_poster(poster):
+    """``poster(migration_id, phase, generation) -> job id`` or None."""
+    global _poster
+    with _lock:
+        _poster = poster
+
+
+def post(ctx, migration_id, phase):
+    """Post ``phase`` of a migration and bump its generation.
+
+    Stale jobs of an older generation find it changed and end without
+    doing anything.
+    """
+    with db.writer(ctx) as session:
+        row = db._get(session, 'migration', migration_id)
+        row.generation = (row.generation or 0) + 1
+        row.job_id = None
+        generation = row.generation
+    poster = _poster
+    if poster is None:
+        db.add_event(ctx, 'migration', migration_id, 'job',
+                     'phase %s (generation %d) waits for a conductor'
+                     % (phase, generation), migration_id=migration_id)
+        return None
+    job_id = poster(migration_id, phase, generation)
+    db.update(ctx, 'migration', migration_id, {'job_id': job_id})
+    db.add_event(ctx, 'migration', migration_id, 'job',
+                 'phase %s (generation %d) posted as job %s'
+                 % (phase, generation, job_id), migration_id=migration_id)
+    return job_id

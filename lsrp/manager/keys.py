@@ -1,0 +1,144 @@
+"""Per-shipment keys: one small interface, castellan behind it.
+
+The manager creates a shipment's key before the export and keeps only its
+reference. Terminals fetch the key themselves from the key manager with
+the reference (never over RabbitMQ): the source to write the devices, the
+destination only once the delivery is recorded. Erase destroys it.
+
+``[keys] backend``: ``file`` (embedded default: 0600 files in a 0700
+directory on the manager's and terminals' shared key directory) or
+``castellan`` (Barbican, or whatever castellan's ``[key_manager]`` says).
+"""
+
+import os
+import re
+import uuid
+
+from oslo_config import cfg
+
+from lsrp.device import keystore as engine_keystore
+from lsrp import exception
+
+CONF = cfg.CONF
+
+key_opts = [
+    cfg.StrOpt('backend', default='file', choices=['file', 'castellan'],
+               help='Where shipment keys live: file (embedded) or '
+                    'castellan (Barbican).'),
+    cfg.StrOpt('key_dir', default='/var/lib/fedex/keys',
+               help='Directory of the file key store.'),
+]
+
+_REF = re.compile(r'^[A-Za-z0-9._:-]{1,255}$')
+
+
+def register_opts(conf):
+    conf.register_opts(key_opts, group='keys')
+
+
+class KeyStore(object):
+    """create() -> ref; get(ref) -> 32 bytes; delete(ref)."""
+
+    def create(self, name):
+        raise NotImplementedError
+
+    def get(self, ref):
+        raise NotImplementedError
+
+    def delete(self, ref):
+        raise NotImplementedError
+
+
+class FileKeys(KeyStore):
+
+    def __init__(self, directory):
+        self.files = engine_keystore.FileKeyStore(directory)
+
+    def create(self, name):
+        ref = 'file-%s' % uuid.uuid4().hex
+        self.files.create(ref)
+        return ref
+
+    def get(self, ref):
+        if not ref or not _REF.match(ref):
+            raise exception.KeyManagerError(key=ref, reason='not a key ref')
+        try:
+            return self.files.get(ref)
+        except exception.KeyMissing:
+            raise exception.KeyManagerError(
+                key=ref, reason='no such key in %s (destroyed?)'
+                % self.files)
+
+    def delete(self, ref):
+        self.files.delete(ref)
+
+
+class CastellanKeys(KeyStore):
+    """Barbican (or any castellan key manager): AES-256 symmetric keys."""
+
+    def __init__(self, conf=CONF):
+        from castellan.common import exception as castellan_exc
+        from castellan import key_manager
+        from oslo_context import context
+        self._exc = castellan_exc
+        self.api = key_manager.API(conf)
+        self.ctx = context.RequestContext()
+
+    def create(self, name):
+        return self.api.create_key(self.ctx, algorithm='AES', length=256,
+                                   name=name)
+
+    def get(self, ref):
+        try:
+            return bytes(self.api.get(self.ctx, ref).get_encoded())
+        except self._exc.ManagedObjectNotFoundError:
+            raise exception.KeyManagerError(key=ref, reason='not found '
+                                            '(destroyed?)')
+
+    def delete(self, ref):
+        try:
+            self.api.delete(self.ctx, ref)
+        except self._exc.ManagedObjectNotFoundError:
+            pass
+
+
+def get_store(conf=CONF):
+    register_opts(conf)
+    if conf.keys.backend == 'castellan':
+        return CastellanKeys(conf)
+    return FileKeys(conf.keys.key_dir)
+
+
+class EngineKeys(engine_keystore.KeyStore):
+    """The engine's key-store interface over one managed key.
+
+    The exporter and importer of :mod:`lsrp.device` ask their key store by
+    shipment id; a terminal working for the manager gives them this, which
+    answers with the key behind ``ref`` (created by the manager).
+    """
+
+    def __init__(self, store, shipment_id, ref):
+        self.store, self.shipment_id, self.ref = store, shipment_id, ref
+
+    def __str__(self):
+        return 'key manager (ref %s)' % self.ref
+
+    def _check(self, shipment_id):
+        if shipment_id != self.shipment_id:
+            raise exception.KeyMissing(shipment=shipment_id, store=self)
+
+    def create(self, shipment_id):
+        self._check(shipment_id)
+        return self.get(shipment_id)
+
+    def get(self, shipment_id):
+        self._check(shipment_id)
+        return self.store.get(self.ref)
+
+    def delete(self, shipment_id):
+        self._check(shipment_id)
+        self.store.delete(self.ref)
+
+
+def key_dir_for(state_path):
+    return os.path.join(state_path, 'keys')

@@ -1,0 +1,131 @@
+"""Validation and evaluation of a migration's options.
+
+rate_cap        bytes/s for catch-up and export reads (0: none)
+rate_schedule   [{"days": "mon-fri", "start": "08:00", "end": "18:00",
+                  "rate_cap": 10485760}]: a lower cap in business hours
+downtime_budget seconds the final delta may take (sizes the last round)
+cutover_window  {"start": "01:00", "end": "05:00"} UTC, daily
+cutover         "automatic" or "approved" (an operator approves it)
+retention_days  days the source images are kept after the cutover
+parity          devices of a shipment that may be lost
+threshold_bytes a round this small means converged
+max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway
+keep_warm_seconds  interval of rounds in READY_FOR_CUTOVER
+"""
+
+import datetime
+
+from lsrp import exception
+
+DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
+DEFAULTS = {'rate_cap': 0, 'rate_schedule': [], 'downtime_budget': 30,
+            'cutover_window': None, 'cutover': 'approved',
+            'retention_days': 7, 'parity': 1,
+            'threshold_bytes': 8 << 20, 'max_rounds': 10,
+            'keep_warm_seconds': 600}
+
+
+def _bad(field, reason):
+    raise exception.InvalidInput(field=field, reason=reason)
+
+
+def _hhmm(field, text):
+    try:
+        h, m = str(text).split(':')
+        h, m = int(h), int(m)
+        if not (0 <= h < 24 and 0 <= m < 60):
+            raise ValueError
+    except ValueError:
+        _bad(field, '%r is not a time HH:MM' % (text,))
+    return h * 60 + m
+
+
+def _days(field, text):
+    out = set()
+    for part in str(text).lower().split(','):
+        if '-' in part:
+            a, b = part.split('-', 1)
+            if a not in DAYS or b not in DAYS:
+                _bad(field, '%r: days are %s' % (part, ', '.join(DAYS)))
+            i, j = DAYS.index(a), DAYS.index(b)
+            out.update(DAYS[k % 7] for k in range(i, i + (j - i) % 7 + 1))
+        elif part in DAYS:
+            out.add(part)
+        else:
+            _bad(field, '%r: days are %s' % (part, ', '.join(DAYS)))
+    return out
+
+
+def _nonneg_int(field, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        _bad(field, '%r is not a whole number >= 0' % (value,))
+
+
+def validate(options, partial=False):
+    """Check ``options``; return them with defaults filled in."""
+    options = dict(options or {})
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        _bad('options', 'unknown option(s) %s; known: %s' % (
+            ', '.join(sorted(unknown)), ', '.join(sorted(DEFAULTS))))
+    for key in ('rate_cap', 'downtime_budget', 'retention_days', 'parity',
+                'threshold_bytes', 'max_rounds', 'keep_warm_seconds'):
+        if key in options:
+            _nonneg_int(key, options[key])
+    if 'cutover' in options and options['cutover'] not in ('automatic',
+                                                           'approved'):
+        _bad('cutover', "%r is not 'automatic' or 'approved'"
+             % (options['cutover'],))
+    for i, entry in enumerate(options.get('rate_schedule') or []):
+        field = 'rate_schedule[%d]' % i
+        if not isinstance(entry, dict) or set(entry) - {
+                'days', 'start', 'end', 'rate_cap'}:
+            _bad(field, 'needs days, start, end, rate_cap')
+        _days(field + '.days', entry.get('days', 'mon-sun'))
+        _hhmm(field + '.start', entry.get('start'))
+        _hhmm(field + '.end', entry.get('end'))
+        _nonneg_int(field + '.rate_cap', entry.get('rate_cap'))
+    window = options.get('cutover_window')
+    if window is not None:
+        if not isinstance(window, dict) or set(window) != {'start', 'end'}:
+            _bad('cutover_window', 'needs {"start": "HH:MM", "end": '
+                 '"HH:MM"} (UTC)')
+        _hhmm('cutover_window.start', window['start'])
+        _hhmm('cutover_window.end', window['end'])
+    if partial:
+        return options
+    out = dict(DEFAULTS)
+    out.update(options)
+    return out
+
+
+def _within(minute, start, end):
+    if start <= end:
+        return start <= minute < end
+    return minute >= start or minute < end       # over midnight
+
+
+def rate_cap(options, when=None):
+    """The rate cap in force at ``when`` (UTC).
+
+    The schedule's entry covering ``when``, else the migration's cap.
+    """
+    when = when or datetime.datetime.utcnow()
+    minute = when.hour * 60 + when.minute
+    day = DAYS[when.weekday()]
+    for entry in options.get('rate_schedule') or []:
+        if day in _days('days', entry.get('days', 'mon-sun')) and _within(
+                minute, _hhmm('start', entry['start']),
+                _hhmm('end', entry['end'])):
+            return entry['rate_cap']
+    return options.get('rate_cap') or 0
+
+
+def in_cutover_window(options, when=None):
+    window = options.get('cutover_window')
+    if not window:
+        return True
+    when = when or datetime.datetime.utcnow()
+    return _within(when.hour * 60 + when.minute,
+                   _hhmm('start', window['start']),
+                   _hhmm('end', window['end']))

@@ -1,0 +1,60 @@
+"""Options of the shipment manager (``oslo-config-generator --namespace
+fedex.manager``)."""
+
+import copy
+
+from oslo_config import cfg
+from oslo_db import options as db_options
+
+from lsrp.manager import keys
+
+manager_opts = [
+    cfg.StrOpt('state_path', default='/var/lib/fedex',
+               help='Directory of the manager\'s files (the SQLite '
+                    'database by default, the file key store).'),
+    cfg.IntOpt('heartbeat_timeout', default=60, min=5,
+               help='Seconds without a heartbeat after which a terminal '
+                    'is DOWN.'),
+]
+
+jobboard_opts = [
+    cfg.ListOpt('hosts', default=['127.0.0.1:2181'],
+                help='ZooKeeper servers (host:port) of the jobboard.'),
+    cfg.StrOpt('path', default='/fedex/jobs',
+               help='ZooKeeper path of the jobboard.'),
+    cfg.FloatOpt('session_timeout', default=10.0, min=2.0,
+                 help='Seconds after which ZooKeeper drops the claims of '
+                      'a conductor that stopped answering (kill -9): '
+                      'another conductor then takes its jobs.'),
+]
+
+conductor_opts = [
+    cfg.StrOpt('name', help='Name of this conductor (default: '
+                            'conductor-<host>-<pid>).'),
+    cfg.IntOpt('max_jobs', default=8, min=1,
+               help='Jobs (migration phases) one conductor runs at once.'),
+    cfg.IntOpt('sweep_interval', default=30, min=1,
+               help='Seconds between sweeps that re-post phases whose job '
+                    'is gone and start keep-warm rounds.'),
+    cfg.IntOpt('op_poll_interval', default=2, min=1,
+               help='Seconds between looks at a terminal operation.'),
+    cfg.IntOpt('op_timeout', default=120, min=5,
+               help='Seconds without progress from a terminal after which '
+                    'the operation is asked for again (it is idempotent).'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(manager_opts, group='manager')
+    conf.register_opts(jobboard_opts, group='jobboard')
+    conf.register_opts(conductor_opts, group='conductor')
+    keys.register_opts(conf)
+    db_options.set_defaults(conf)
+
+
+def list_opts():
+    return [('manager', copy.deepcopy(manager_opts)),
+            ('jobboard', copy.deepcopy(jobboard_opts)),
+            ('conductor', copy.deepcopy(conductor_opts)),
+            ('keys', copy.deepcopy(keys.key_opts)),
+            ('database', copy.deepcopy(db_options.database_opts))]

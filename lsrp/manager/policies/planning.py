@@ -1,0 +1,41 @@
+"""Rules of /v1/plans and /v1/events."""
+
+from oslo_policy import policy
+
+from lsrp.manager.policies import base
+
+PLAN_CREATE = 'fedex:plan:create'
+EVENT_LIST = 'fedex:event:list'
+EVENT_LIST_ALL = 'fedex:event:list:all_projects'
+EVENT_CREATE = 'fedex:event:create'
+
+rules = [
+    policy.DocumentedRuleDefault(
+        name=PLAN_CREATE, check_str='rule:fedex_admin or role:member',
+        description='Compute a ship-or-WAN plan (nothing is stored or '
+                    'started).',
+        operations=[{'method': 'POST', 'path': '/v1/plans'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=EVENT_LIST, check_str=base.RULE_PROJECT_READER_OR_SERVICE,
+        description="List the audit trail of the caller's project's "
+                    'migrations.',
+        operations=[{'method': 'GET', 'path': '/v1/events'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=EVENT_LIST_ALL, check_str=base.RULE_ADMIN_OR_SERVICE,
+        description='List the whole audit trail, every project and the '
+                    'logistics.',
+        operations=[{'method': 'GET', 'path': '/v1/events'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=EVENT_CREATE, check_str=base.RULE_ADMIN_OR_SERVICE,
+        description='Append an event (a Nova compute or a terminal reports '
+                    'progress).',
+        operations=[{'method': 'POST', 'path': '/v1/events'}],
+        scope_types=['project']),
+]
+
+
+def list_rules():
+    return rules

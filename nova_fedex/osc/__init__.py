@@ -1,0 +1,2 @@
+"""OpenStackClient plugin: ``openstack fedex ...`` and
+``openstack server migrate --live-migration --fedex``."""

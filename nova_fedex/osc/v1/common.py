@@ -1,0 +1,163 @@
+"""What the fedex commands share: columns, following a migration, and
+turning servers into a migration request (with Nova's help)."""
+
+import sys
+import time
+
+from osc_lib import exceptions
+
+MIGRATION_COLUMNS = ('id', 'name', 'state', 'project_id', 'source_site',
+                     'dest_site', 'dest_host', 'servers', 'images',
+                     'progress', 'rounds', 'rate', 'eta_seconds',
+                     'cutover', 'cutover_approved', 'allowed_actions',
+                     'last_error', 'shipments', 'created_at', 'updated_at')
+LIST_COLUMNS = ('id', 'name', 'state', 'servers', 'progress', 'updated_at')
+DONE = ('READY_FOR_CUTOVER', 'COMPLETED', 'CLEANED')
+AUTOMATIC_DONE = ('COMPLETED', 'CLEANED')
+BAD_END = ('FAILED', 'ABORTED')
+# Nova's RBD naming: a server's root disk, a Cinder volume.
+NOVA_DISK = 'vms/%s_disk'
+CINDER_VOLUME = 'volumes/volume-%s'
+
+
+def _percent(m):
+    p = m.get('progress') or {}
+    if p.get('percent') is None:
+        return '-'
+    return '%.1f%% of %d bytes' % (p['percent'], p.get('bytes_total') or 0)
+
+
+def migration_row(m, columns=MIGRATION_COLUMNS):
+    """A flat row; names of sites instead of ids when the API gave them."""
+    p = m.get('progress') or {}
+    flat = dict(m)
+    flat.update({
+        'servers': ','.join(s['server_id'] for s in m.get('servers', [])),
+        'images': ','.join(v['source_image'] for v in m.get('volumes', [])),
+        'progress': _percent(m),
+        'rounds': p.get('rounds', m.get('rounds')),
+        'rate': p.get('rate'), 'eta_seconds': p.get('eta_seconds'),
+        'cutover': (m.get('options') or {}).get('cutover'),
+        'allowed_actions': ','.join(m.get('allowed_actions') or []),
+        'shipments': ','.join('%s(%s)' % (s['name'], s['state'])
+                              for s in m.get('shipments') or []),
+        'source_site': m.get('source_site_id'),
+        'dest_site': m.get('dest_site_id'),
+    })
+    return tuple(flat.get(c) for c in columns)
+
+
+def progress_line(m):
+    p = m.get('progress') or {}
+    parts = ['%s %s' % (m['id'][:8], m['state']), _percent(m)]
+    if p.get('rate'):
+        parts.append('%.1f MB/s' % (p['rate'] / 1e6))
+    if p.get('eta_seconds'):
+        parts.append('ETA %ds' % p['eta_seconds'])
+    if p.get('rounds'):
+        parts.append('round %d' % p['rounds'])
+    return ' | '.join(parts)
+
+
+def follow(client, ident, interval=2.0, out=sys.stderr, clock=time):
+    """Print progress until the migration is ready for its cutover.
+
+    Or until it is done when the cutover is automatic. Ctrl-C stops
+    following only: the migration goes on. Returns the last migration seen.
+    """
+    last_line = None
+    try:
+        while True:
+            m = client.migration_get(ident)
+            line = progress_line(m)
+            if line != last_line:
+                print(line, file=out, flush=True)
+                last_line = line
+            automatic = (m.get('options') or {}).get('cutover') == \
+                'automatic'
+            if m['state'] in (AUTOMATIC_DONE if automatic else DONE):
+                return m
+            if m['state'] in BAD_END:
+                raise exceptions.CommandError(
+                    'migration %s is %s: %s' % (m['id'], m['state'],
+                                                m.get('last_error') or
+                                                'see its events'))
+            clock.sleep(interval)
+    except KeyboardInterrupt:
+        print('stopped following migration %s; it goes on (openstack fedex '
+              'migration show %s)' % (ident, ident), file=out, flush=True)
+        return client.migration_get(ident)
+
+
+def _site_of_zone(client, zone, what):
+    sites = client.get('/sites')['sites']
+    for s in sites:
+        if s.get('availability_zone') == zone or s['name'] == zone:
+            return s['name']
+    raise exceptions.CommandError(
+        '%s is in availability zone %s, which no fedex site has (sites: %s);'
+        ' give --source-site/--site' % (what, zone, ', '.join(
+            '%s (zone %s)' % (s['name'], s.get('availability_zone'))
+            for s in sites) or 'none'))
+
+
+def nova_facts(compute, server_ref):
+    """The server as the cutover needs it; refuses what it cannot move."""
+    server = compute.find_server(server_ref, ignore_missing=False)
+    reasons = []
+    if server.status != 'ACTIVE':
+        reasons.append('server %s is %s, not ACTIVE' % (server.id,
+                                                        server.status))
+    if server.task_state:
+        reasons.append('server %s is busy (%s)' % (server.id,
+                                                   server.task_state))
+    return server, reasons
+
+
+def migration_request(client, compute, servers, images=None,
+                      source_site=None, dest_site=None, dest_host=None,
+                      name=None, options=None):
+    """The POST /v1/migrations body for ``servers``.
+
+    Images come from ``images`` ({server: [POOL/IMAGE]}) or from Nova (the
+    root disk and the attached volumes); the source site from the server's
+    availability zone, the destination from ``dest_host``'s.
+    """
+    images = images or {}
+    body_servers, reasons, zone = [], [], None
+    for ref in servers:
+        vols = images.get(ref)
+        server_id = ref
+        if vols is None or source_site is None:
+            server, why = nova_facts(compute, ref)
+            reasons += why
+            server_id = server.id
+            zone = zone or server.availability_zone
+            if vols is None:
+                vols = [NOVA_DISK % server.id] + [
+                    CINDER_VOLUME % v['id']
+                    for v in server.attached_volumes or []]
+        body_servers.append({'server_id': server_id, 'volumes': vols})
+    if reasons:
+        raise exceptions.CommandError('cannot migrate: ' + '; '.join(reasons))
+    if source_site is None:
+        source_site = _site_of_zone(client, zone, 'the server')
+    if dest_site is None:
+        if not dest_host:
+            raise exceptions.CommandError('give --site or --host')
+        hosts = [s for s in compute.services(binary='nova-compute')
+                 if s.host == dest_host]
+        if not hosts:
+            raise exceptions.CommandError('no nova-compute on host %s'
+                                          % dest_host)
+        dest_site = _site_of_zone(client, hosts[0].availability_zone,
+                                  'host %s' % dest_host)
+    body = {'servers': body_servers, 'source_site': source_site,
+            'dest_site': dest_site}
+    if dest_host:
+        body['dest_host'] = dest_host
+    if name:
+        body['name'] = name
+    if options:
+        body['options'] = options
+    return body

@@ -1,0 +1,216 @@
+"""``openstack fedex migration create|list|show|abort|retry|cutover|delete``."""
+
+import argparse
+
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from nova_fedex.osc.v1 import common
+
+
+def _option_args(parser):
+    parser.add_argument('--rate-cap', type=int, metavar='<bytes/s>',
+                        help='Cap of export reads and catch-up (0: none).')
+    parser.add_argument('--downtime-budget', type=int, metavar='<seconds>',
+                        help='Longest acceptable pause at cutover.')
+    parser.add_argument('--cutover', choices=['automatic', 'approved'],
+                        help='Cut over when ready, or wait for "openstack '
+                             'fedex migration cutover" (default).')
+    parser.add_argument('--cutover-window', metavar='<HH:MM-HH:MM>',
+                        help='Daily UTC window for the cutover.')
+
+
+def _options(args):
+    out = {}
+    for key in ('rate_cap', 'downtime_budget', 'cutover'):
+        if getattr(args, key, None) is not None:
+            out[key] = getattr(args, key)
+    if getattr(args, 'cutover_window', None):
+        try:
+            start, end = args.cutover_window.split('-')
+        except ValueError:
+            raise exceptions.CommandError(
+                '--cutover-window %r: expected HH:MM-HH:MM'
+                % args.cutover_window)
+        out['cutover_window'] = {'start': start, 'end': end}
+    return out
+
+
+def _wait_args(parser):
+    parser.add_argument('--wait', action='store_true',
+                        help='Follow the migration until it is ready for '
+                             'its cutover (or completed when the cutover is '
+                             'automatic). Ctrl-C stops following only.')
+    parser.add_argument('--wait-interval', type=float, default=2.0,
+                        metavar='<seconds>', help=argparse.SUPPRESS)
+
+
+class CreateMigration(command.ShowOne):
+    """Move servers to another site: seed by courier, catch up by WAN."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--server', action='append', required=True,
+                            metavar='<server>', dest='servers',
+                            help='Server (name or ID) to move; repeat for a '
+                                 'wave.')
+        parser.add_argument('--image', action='append', default=[],
+                            metavar='<server>=<pool/image>',
+                            help='An RBD image of a server (default: its '
+                                 'Nova root disk and attached volumes).')
+        parser.add_argument('--source-site', metavar='<site>',
+                            help='Default: the site of the server\'s '
+                                 'availability zone.')
+        dest = parser.add_mutually_exclusive_group(required=True)
+        dest.add_argument('--site', '--dest-site', dest='dest_site',
+                          metavar='<site>', help='Destination site.')
+        dest.add_argument('--host', dest='dest_host', metavar='<host>',
+                          help='Destination compute host (its site is '
+                               'found from its availability zone).')
+        parser.add_argument('--name', metavar='<name>')
+        _option_args(parser)
+        _wait_args(parser)
+        return parser
+
+    def take_action(self, args):
+        client = self.app.client_manager.fedex
+        images = {}
+        for spec in args.image:
+            server, sep, image = spec.partition('=')
+            if not sep or '/' not in image:
+                raise exceptions.CommandError(
+                    '--image %r: expected <server>=<pool/image>' % spec)
+            images.setdefault(server, []).append(image)
+        unknown = set(images) - set(args.servers)
+        if unknown:
+            raise exceptions.CommandError(
+                '--image names server(s) not given with --server: %s'
+                % ', '.join(sorted(unknown)))
+        compute = None
+        if set(images) != set(args.servers) or not args.source_site:
+            compute = self.app.client_manager.compute
+        body = common.migration_request(
+            client, compute, args.servers, images=images,
+            source_site=args.source_site, dest_site=args.dest_site,
+            dest_host=args.dest_host, name=args.name,
+            options=_options(args))
+        m = client.migration_create(body)
+        if args.wait:
+            m = common.follow(client, m['id'], args.wait_interval)
+        return common.MIGRATION_COLUMNS, common.migration_row(m)
+
+
+class ListMigration(command.Lister):
+    """List migrations (of your project; --all-projects for admins)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--state', metavar='<state>')
+        parser.add_argument('--server', metavar='<server-id>')
+        parser.add_argument('--project', metavar='<project-id>')
+        parser.add_argument('--all-projects', action='store_true')
+        parser.add_argument('--limit', type=int, metavar='<n>')
+        parser.add_argument('--marker', metavar='<migration-id>')
+        parser.add_argument('--sort-key', metavar='<key>')
+        parser.add_argument('--sort-dir', choices=['asc', 'desc'])
+        parser.add_argument('--long', action='store_true')
+        return parser
+
+    def take_action(self, args):
+        client = self.app.client_manager.fedex
+        params = {'state': args.state, 'server': args.server,
+                  'project': args.project,
+                  'all_projects': 'true' if args.all_projects else None,
+                  'sort_key': args.sort_key, 'sort_dir': args.sort_dir}
+        if args.marker or args.limit:
+            items = client.get('/migrations', limit=args.limit,
+                               marker=args.marker, **params)['migrations']
+        else:
+            items = client.list_all('/migrations', 'migrations', **params)
+        columns = common.MIGRATION_COLUMNS if args.long else \
+            common.LIST_COLUMNS
+        return columns, [common.migration_row(m, columns) for m in items]
+
+
+class ShowMigration(command.ShowOne):
+    """Show a migration: state, progress, rounds, shipments, last events."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('migration', metavar='<migration>')
+        parser.add_argument('--events', action='store_true',
+                            help='Add the latest events.')
+        return parser
+
+    def take_action(self, args):
+        m = self.app.client_manager.fedex.migration_get(args.migration)
+        columns = common.MIGRATION_COLUMNS
+        row = common.migration_row(m)
+        if args.events:
+            columns += ('events',)
+            row += ('\n'.join('%s %s' % (e['created_at'], e['message'])
+                              for e in m.get('events', [])),)
+        return columns, row
+
+
+class _Action(command.ShowOne):
+    verb = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('migration', metavar='<migration>')
+        return parser
+
+    def _args(self, args):
+        return {}
+
+    def take_action(self, args):
+        m = self.app.client_manager.fedex.migration_action(
+            args.migration, self.verb, self._args(args))
+        return common.MIGRATION_COLUMNS, common.migration_row(m)
+
+
+class AbortMigration(_Action):
+    """Abort a migration before its cutover (the source keeps running)."""
+
+    verb = 'abort'
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--reason', metavar='<text>')
+        return parser
+
+    def _args(self, args):
+        return {'reason': args.reason} if args.reason else {}
+
+
+class RetryMigration(_Action):
+    """Retry the phase a migration failed in."""
+
+    verb = 'retry'
+
+
+class CutoverMigration(_Action):
+    """Approve the cutover of a migration (it runs once ready)."""
+
+    verb = 'cutover'
+
+
+class DeleteMigration(command.Command):
+    """Delete finished migrations."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('migrations', metavar='<migration>', nargs='+')
+        return parser
+
+    def take_action(self, args):
+        client = self.app.client_manager.fedex
+        failed = []
+        for ident in args.migrations:
+            try:
+                client.delete('/migrations/%s' % ident)
+            except exceptions.CommandError as e:
+                failed.append(str(e))
+        if failed:
+            raise exceptions.CommandError('; '.join(failed))
