@@ -5,7 +5,7 @@ reference. Terminals fetch the key themselves from the key manager with
 the reference (never over RabbitMQ): the source to write the devices, the
 destination only once the delivery is recorded. Erase destroys it.
 
-``[keys] backend``: ``file`` (embedded default: 0600 files in a 0700
+``[shipment_keys] backend``: ``file`` (embedded default: 0600 files in a 0700
 directory on the manager's and terminals' shared key directory) or
 ``castellan`` (Barbican, or whatever castellan's ``[key_manager]`` says).
 """
@@ -33,7 +33,7 @@ _REF = re.compile(r'^[A-Za-z0-9._:-]{1,255}$')
 
 
 def register_opts(conf):
-    conf.register_opts(key_opts, group='keys')
+    conf.register_opts(key_opts, group='shipment_keys')
 
 
 class KeyStore(object):
@@ -104,9 +104,9 @@ class CastellanKeys(KeyStore):
 
 def get_store(conf=CONF):
     register_opts(conf)
-    if conf.keys.backend == 'castellan':
+    if conf.shipment_keys.backend == 'castellan':
         return CastellanKeys(conf)
-    return FileKeys(conf.keys.key_dir)
+    return FileKeys(conf.shipment_keys.key_dir)
 
 
 class EngineKeys(engine_keystore.KeyStore):

@@ -38,6 +38,13 @@ conductor_opts = [
                     'is gone and start keep-warm rounds.'),
     cfg.IntOpt('op_poll_interval', default=2, min=1,
                help='Seconds between looks at a terminal operation.'),
+    cfg.StrOpt('courier', default='manual',
+               help='Courier plugin (lsrp.manager.couriers entry point) '
+                    'of new shipments: manual or simulated.'),
+    cfg.StrOpt('compute_driver', default='nova',
+               help='Who switches the VM over at the cutover: nova (the '
+                    'Nova driver calls migration_cutover_finish) or none '
+                    '(the sandbox: the final delta completes it).'),
     cfg.IntOpt('op_timeout', default=120, min=5,
                help='Seconds without progress from a terminal after which '
                     'the operation is asked for again (it is idempotent).'),
@@ -56,5 +63,5 @@ def list_opts():
     return [('manager', copy.deepcopy(manager_opts)),
             ('jobboard', copy.deepcopy(jobboard_opts)),
             ('conductor', copy.deepcopy(conductor_opts)),
-            ('keys', copy.deepcopy(keys.key_opts)),
+            ('shipment_keys', copy.deepcopy(keys.key_opts)),
             ('database', copy.deepcopy(db_options.database_opts))]

@@ -23,8 +23,8 @@ class DBTestCase(testtools.TestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'lsrp.manager.keys.CONF', cfg.CONF))
         cfg.CONF.set_override('key_dir', os.path.join(self.tmp, 'keys'),
-                              group='keys')
-        self.addCleanup(cfg.CONF.clear_override, 'key_dir', group='keys')
+                              group='shipment_keys')
+        self.addCleanup(cfg.CONF.clear_override, 'key_dir', group='shipment_keys')
         db.configure('sqlite:///%s/manager.sqlite' % self.tmp)
         migration.upgrade()
         self.ctx = context.RequestContext(user_id='alice',

@@ -1,0 +1,404 @@
+"""``fedex-conductor``: runs the migrations' phases, any number at once.
+
+Three parts in one oslo.service process:
+
+* a taskflow conductor (non-blocking, ``[conductor] max_jobs`` at once)
+  claiming jobs from the jobboard on ZooKeeper. A claim is an ephemeral
+  znode: when a conductor is killed (``kill -9``) its ZooKeeper session
+  expires after ``[jobboard] session_timeout`` seconds, the job is free
+  again, another conductor claims it and the flow resumes from the task
+  after the last one saved in the flow's logbook (taskflow's SQL
+  persistence, in the manager's database). The task that was running is run
+  again: every task is idempotent (``lsrp.manager.flows.tasks``).
+* an RPC server on ``fedex-manager``: the terminals' progress, completion
+  and heartbeats, written into the database.
+* a sweeper (one at a time, under a ZooKeeper lock): posts the phase of a
+  migration that has no job (its post was lost, or the API could not
+  reach ZooKeeper), keep-warm rounds, automatic cutovers, cleanups after
+  the retention, and the simulated courier's events.
+
+    fedex-conductor --config-file fedex.conf
+"""
+
+import contextlib
+import datetime
+import os
+import socket
+import sys
+import threading
+import time
+
+from kazoo import client as kazoo_client
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_service import backend as service_backend
+from taskflow.conductors import backends as conductor_backends
+from taskflow import engines
+from taskflow.jobs import backends as job_backends
+from taskflow.persistence import backends as persistence_backends
+from taskflow.persistence import models as tf_models
+from taskflow.utils import persistence_utils  # noqa: F401
+
+from lsrp import exception
+from lsrp.manager import actions
+from lsrp.manager import context as context_mod
+from lsrp.manager import couriers
+from lsrp.manager.db import api as db
+from lsrp.manager.flows import phases
+from lsrp.manager import jobs
+from lsrp.manager import opts
+from lsrp.manager import rpc
+from lsrp.manager import states
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+PROGRESS_EVENT_EVERY = 30.0
+
+
+# --- persistence and the jobboard ----------------------------------------------
+
+def persistence(conf=CONF):
+    backend = persistence_backends.fetch(
+        {'connection': conf.database.connection})
+    return backend
+
+
+def jobboard(backend, client=None, conf=CONF):
+    """The ZooKeeper jobboard (connected)."""
+    board = job_backends.fetch(
+        'fedex', {'board': 'zookeeper', 'hosts': ','.join(
+            conf.jobboard.hosts), 'path': conf.jobboard.path,
+            'timeout': conf.jobboard.session_timeout},
+        persistence=backend, client=client)
+    board.connect()
+    return board
+
+
+def zk_client(conf=CONF):
+    client = kazoo_client.KazooClient(
+        hosts=','.join(conf.jobboard.hosts),
+        timeout=conf.jobboard.session_timeout)
+    client.start(timeout=30)
+    return client
+
+
+class Poster(object):
+    """Posts phases as jobs: ``jobs.set_poster(Poster(...))``.
+
+    The flow is not serialized: its factory's import path is saved in a
+    new flow detail, and any conductor rebuilds it from there.
+    """
+
+    def __init__(self, backend, board):
+        self.backend, self.board = backend, board
+
+    def __call__(self, migration_id, phase, generation):
+        name = '%s-%s-%d' % (phase, migration_id, generation)
+        book = tf_models.LogBook(name)
+        detail = tf_models.FlowDetail(name, _uuid())
+        book.add(detail)
+        with contextlib.closing(self.backend.get_connection()) as conn:
+            conn.save_logbook(book)
+        engines.save_factory_details(detail, phases.FACTORIES[phase], (),
+                                     {}, backend=self.backend)
+        job = self.board.post(name, book=book, details={'store': {
+            'migration_id': migration_id, 'generation': generation},
+            'phase': phase, 'migration_id': migration_id,
+            'generation': generation})
+        LOG.info('posted %s as job %s', name, job.uuid)
+        return job.uuid
+
+
+def _uuid():
+    import uuid
+    return str(uuid.uuid4())
+
+
+def install_poster(conf=CONF):
+    """Connect and set the poster, for any process that posts phases.
+
+    fedex-api calls it too. Returns (backend, board) to close at exit.
+    """
+    backend = persistence(conf)
+    board = jobboard(backend, conf=conf)
+    jobs.set_poster(Poster(backend, board))
+    return backend, board
+
+
+# --- the terminals' side of RPC ------------------------------------------------
+
+class ManagerEndpoint(object):
+    """What terminals tell the manager (casts)."""
+
+    def __init__(self):
+        self._progress_events = {}
+
+    def progress(self, ctxt, terminal, op_id, bytes_done, bytes_total, rate):
+        ctx = context_mod.admin(terminal)
+        op = db.operation_report(ctx, op_id, bytes_done=bytes_done,
+                                 bytes_total=bytes_total, rate=rate,
+                                 state='RUNNING')
+        if not op or not op['migration_id']:
+            return
+        if op['kind'] in ('export', 'import', 'consolidate', 'snapshot'):
+            self._migration_progress(ctx, op)
+
+    def _migration_progress(self, ctx, op):
+        try:
+            m = db.get(ctx, 'migration', op['migration_id'])
+        except exception.NotFound:
+            return
+        total = op['bytes_total'] or m['bytes_total']
+        done = op['bytes_done']
+        rate = op['rate']
+        eta = (total - done) / rate if rate and total and total > done \
+            else None
+        db.update(ctx, 'migration', m['id'], {
+            'bytes_done': done, 'bytes_total': total or m['bytes_total'],
+            'rate': rate, 'eta_seconds': eta})
+        now = time.monotonic()
+        if now - self._progress_events.get(op['id'], 0) >= \
+                PROGRESS_EVENT_EVERY:
+            self._progress_events[op['id']] = now
+            db.add_event(ctx, 'migration', m['id'], 'progress',
+                         '%s: %d of %d bytes%s' % (
+                             op['kind'], done, total, ', %.1f MB/s' %
+                             (rate / 1e6) if rate else ''),
+                         migration_id=m['id'],
+                         details={'op_id': op['id'], 'bytes_done': done,
+                                  'bytes_total': total, 'rate': rate,
+                                  'eta_seconds': eta})
+
+    def finished(self, ctxt, terminal, op_id, state, result=None,
+                 error=None):
+        ctx = context_mod.admin(terminal)
+        op = db.operation_report(ctx, op_id, state=state, result=result,
+                                 error=error)
+        if op and op['migration_id']:
+            db.add_event(ctx, 'migration', op['migration_id'],
+                         'error' if state == 'ERROR' else 'progress',
+                         '%s %s on %s: %s' % (
+                             op['kind'], 'done' if state == 'DONE' else
+                             'failed', terminal, error or 'ok'),
+                         migration_id=op['migration_id'],
+                         details={'op_id': op_id})
+
+    def heartbeat(self, ctxt, terminal, info):
+        ctx = context_mod.admin(terminal)
+        try:
+            term = db.get(ctx, 'terminal', terminal)
+        except exception.NotFound:
+            term = actions.terminal_register(
+                ctx, terminal, info['site'], rpc_topic=info['rpc_topic'],
+                lsrp_address=info.get('lsrp_address'))
+        if term['lsrp_address'] != info.get('lsrp_address'):
+            db.update(ctx, 'terminal', term['id'],
+                      {'lsrp_address': info.get('lsrp_address')})
+        actions.terminal_heartbeat(ctx, terminal, info)
+        for dev in info.get('devices') or []:
+            try:
+                known = db.get(ctx, 'device', dev['serial'])
+            except exception.NotFound:
+                known = None
+            if known and known['terminal_id'] == term['id'] and \
+                    known['path'] == dev['path']:
+                continue
+            actions.device_register(ctx, dev['serial'], terminal,
+                                    dev.get('capacity_bytes', 0),
+                                    _slot(dev.get('slot')), dev['path'])
+
+
+def _slot(slot):
+    try:
+        return int(str(slot).lstrip('slotusb'))
+    except (TypeError, ValueError):
+        return None
+
+
+# --- the sweeper -----------------------------------------------------------------
+
+# Working states: a phase must have a live job while a migration is there.
+SWEPT = (states.REQUESTED, states.SNAPSHOTTING, states.EXPORTING,
+         states.CONSOLIDATING, states.DELIVERED, states.IMPORTING,
+         states.CATCHING_UP, states.ABORTING)
+
+
+class Sweeper(object):
+
+    def __init__(self, board, zk, name):
+        self.board, self.zk, self.name = board, zk, name
+        self.lock = zk.Lock('%s-sweeper' % CONF.jobboard.path, name)
+
+    def live_jobs(self):
+        out = set()
+        for job in self.board.iterjobs(ensure_fresh=True):
+            d = job.details or {}
+            out.add((d.get('migration_id'), d.get('generation')))
+        return out
+
+    def sweep(self):
+        if not self.lock.acquire(blocking=False):
+            return
+        try:
+            self._sweep()
+        finally:
+            self.lock.release()
+
+    def _sweep(self):
+        ctx = context_mod.admin('sweeper')
+        live = self.live_jobs()
+        now = db.now()
+        grace = datetime.timedelta(seconds=CONF.conductor.sweep_interval)
+        for m in db.list_(ctx, 'migration', {'state': list(SWEPT) + [
+                states.READY_FOR_CUTOVER, states.COMPLETED,
+                states.CUTTING_OVER]}):
+            key = (m['id'], m['generation'])
+            age = now - db.utcfromiso(m['updated_at'])
+            if key in live or age < grace:
+                continue
+            if m['state'] in SWEPT:
+                LOG.warning('migration %s in %s has no job: posting %s',
+                            m['id'], m['state'],
+                            jobs.PHASE_OF_STATE[m['state']])
+                jobs.post(ctx, m['id'], jobs.PHASE_OF_STATE[m['state']])
+            elif m['state'] == states.READY_FOR_CUTOVER:
+                self._ready(ctx, m, age)
+            elif m['state'] == states.CUTTING_OVER and \
+                    CONF.conductor.compute_driver == 'none':
+                jobs.post(ctx, m['id'], 'cutover')
+            elif m['state'] == states.COMPLETED:
+                days = m['options'].get('retention_days', 0)
+                done = db.utcfromiso(m['finished_at']) or now
+                if now - done >= datetime.timedelta(days=days):
+                    jobs.post(ctx, m['id'], 'cleanup')
+        self._couriers(ctx)
+
+    def _ready(self, ctx, m, age):
+        if m['options'].get('cutover') == 'automatic' and \
+                actions.cutover_ready(ctx, m['id'])['ready']:
+            actions.migration_cutover_start(ctx, m['id'])
+            jobs.post(ctx, m['id'], 'cutover')
+        elif age.total_seconds() >= m['options'].get('keep_warm_seconds',
+                                                     600):
+            jobs.post(ctx, m['id'], 'keep_warm')
+
+    def _couriers(self, ctx):
+        for s in db.list_(ctx, 'shipment', {'state': [
+                states.S_SEALED, states.S_HANDED_TO_CARRIER,
+                states.S_IN_TRANSIT]}):
+            courier = couriers.get(s['carrier'])
+            for ev in courier.poll(ctx, s):
+                if ev['event'] == 'deliver' and hasattr(courier,
+                                                        'deliver_devices'):
+                    courier.deliver_devices(ctx, s, db.get(
+                        ctx, 'terminal', s['dest_terminal_id']))
+                try:
+                    actions.carrier_event(
+                        ctx, s['id'], ev['event'], seq=ev['seq'],
+                        location=ev.get('location'),
+                        devices_missing=ev.get('devices_missing'))
+                except exception.InvalidTransition as e:
+                    LOG.warning('%s', e)
+                if hasattr(courier, 'sent'):
+                    courier.sent(s, ev['seq'])
+
+
+# --- the service ---------------------------------------------------------------------
+
+class Conductor(object):
+
+    def __init__(self, conf=CONF):
+        self.conf = conf
+        self.name = conf.conductor.name or 'conductor-%s-%d' % (
+            socket.gethostname(), os.getpid())
+        conf.set_override('name', self.name, group='conductor')
+        self.stop_event = threading.Event()
+
+    def start(self):
+        db.configure(self.conf.database.connection)
+        self.backend = persistence(self.conf)
+        self.zk = zk_client(self.conf)
+        self.board = jobboard(self.backend, client=self.zk, conf=self.conf)
+        jobs.set_poster(Poster(self.backend, self.board))
+        self.conductor = conductor_backends.fetch(
+            'nonblocking', self.name, self.board,
+            persistence=self.backend, engine='serial',
+            max_simultaneous_jobs=self.conf.conductor.max_jobs,
+            wait_timeout=1.0)
+        self.rpc_server = rpc.server([ManagerEndpoint()], rpc.MANAGER_TOPIC,
+                                     self.name, self.conf)
+        self.rpc_server.start()
+        self.sweeper = Sweeper(self.board, self.zk, self.name)
+        self.threads = [
+            threading.Thread(target=self.conductor.run, daemon=True,
+                             name='conductor'),
+            threading.Thread(target=self._sweep_loop, daemon=True,
+                             name='sweeper')]
+        for t in self.threads:
+            t.start()
+        print('fedex-conductor %s: running (jobboard %s%s)' % (
+            self.name, ','.join(self.conf.jobboard.hosts),
+            self.conf.jobboard.path), flush=True)
+
+    def _sweep_loop(self):
+        while not self.stop_event.wait(self.conf.conductor.sweep_interval):
+            try:
+                self.sweeper.sweep()
+            except Exception as e:  # noqa: the next sweep tries again
+                LOG.exception('sweep failed: %s', e)
+
+    def stop(self):
+        self.stop_event.set()
+        # Running engines are suspended and their jobs abandoned, not
+        # consumed: another conductor takes them over.
+        self.conductor.stop()
+        self.conductor.wait(30)
+        self.rpc_server.stop()
+        self.rpc_server.wait()
+        self.board.close()
+        self.zk.stop()
+
+
+def _service_class():
+    from oslo_service import service
+
+    class ConductorService(service.Service):
+
+        def __init__(self):
+            super().__init__()
+            self.conductor = Conductor()
+
+        def start(self):
+            super().start()
+            self.conductor.start()
+
+        def stop(self, graceful=False):
+            self.conductor.stop()
+            super().stop(graceful)
+
+    return service, ConductorService
+
+
+def main(argv=None):
+    logging.register_options(CONF)
+    CONF.set_default('use_stderr', True)
+    opts.register_opts(CONF)
+    CONF(sys.argv[1:] if argv is None else argv, project='fedex',
+         prog='fedex-conductor')
+    logging.setup(CONF, 'fedex-conductor')
+    if not CONF.database.connection:
+        CONF.set_override('connection', 'sqlite:///%s/manager.sqlite'
+                          % CONF.manager.state_path, group='database')
+    service_backend.init_backend(service_backend.BackendType.THREADING)
+    service, cls = _service_class()
+    try:
+        launcher = service.launch(CONF, cls(), restart_method='mutate')
+        launcher.wait()
+    except exception.FedexException as e:
+        print('fedex-conductor: error: %s' % e, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

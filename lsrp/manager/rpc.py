@@ -1,0 +1,121 @@
+"""oslo.messaging between the manager and the terminals (RabbitMQ).
+
+Manager -> terminal: topic ``fedex-terminal.<name>`` (one per terminal),
+``start(op_id, kind, params)`` (idempotent by op_id: a known operation is
+not started twice), ``status(op_id)``, ``cancel(op_id)`` (cast).
+
+Terminal -> manager: topic ``fedex-manager`` (served by every conductor;
+casts, no reply): ``progress`` and ``finished`` of an operation (the
+thesis' E-events: E2 a replica complete, E4/E5 a consolidation's result and
+completion, ...), ``heartbeat``, ``device_seen``.
+
+Keys never travel here: a terminal gets a key reference and fetches the
+key from the key manager itself.
+"""
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+
+MANAGER_TOPIC = 'fedex-manager'
+VERSION = '1.0'
+
+_transports = {}
+
+
+def transport(conf=CONF):
+    key = id(conf)
+    if key not in _transports:
+        _transports[key] = messaging.get_rpc_transport(conf)
+    return _transports[key]
+
+
+def notification_transport(conf=CONF):
+    return messaging.get_notification_transport(conf)
+
+
+def terminal_topic(name):
+    return 'fedex-terminal.%s' % name
+
+
+def server(endpoints, topic, server_name, conf=CONF):
+    target = messaging.Target(topic=topic, server=server_name,
+                              version=VERSION)
+    return messaging.get_rpc_server(
+        transport(conf), target, endpoints, executor='threading',
+        access_policy=messaging.DefaultRPCAccessPolicy)
+
+
+class TerminalAPI(object):
+    """The manager's client of one terminal agent."""
+
+    def __init__(self, topic, conf=CONF, timeout=30):
+        self.client = messaging.get_rpc_client(
+            transport(conf), messaging.Target(topic=topic, version=VERSION),
+            timeout=timeout, retry=1)
+
+    def start(self, op_id, kind, params):
+        return self.client.call({}, 'start', op_id=op_id, kind=kind,
+                                params=params)
+
+    def status(self, op_id):
+        return self.client.call({}, 'status', op_id=op_id)
+
+    def cancel(self, op_id):
+        self.client.cast({}, 'cancel', op_id=op_id)
+
+    def ping(self):
+        return self.client.call({}, 'ping')
+
+
+class ManagerAPI(object):
+    """A terminal's client of the manager (casts: nothing waits)."""
+
+    def __init__(self, terminal, conf=CONF):
+        self.terminal = terminal
+        self.client = messaging.get_rpc_client(
+            transport(conf), messaging.Target(topic=MANAGER_TOPIC,
+                                              version=VERSION))
+
+    def _cast(self, method, **kw):
+        try:
+            self.client.cast({}, method, terminal=self.terminal, **kw)
+        except messaging.MessagingException as e:
+            # The manager catches up from status() calls: never fatal here.
+            LOG.warning('cannot tell the manager %s: %s', method, e)
+
+    def progress(self, op_id, bytes_done, bytes_total, rate):
+        self._cast('progress', op_id=op_id, bytes_done=bytes_done,
+                   bytes_total=bytes_total, rate=rate)
+
+    def finished(self, op_id, state, result=None, error=None):
+        self._cast('finished', op_id=op_id, state=state, result=result,
+                   error=error)
+
+    def heartbeat(self, info):
+        self._cast('heartbeat', info=info)
+
+
+class Notifier(object):
+    """State changes as notifications (``fedex.<kind>.state``)."""
+
+    def __init__(self, conf=CONF, publisher='fedex-conductor'):
+        try:
+            self.notifier = messaging.Notifier(
+                notification_transport(conf), publisher_id=publisher,
+                driver='messagingv2', topics=['notifications'])
+        except Exception as e:  # noqa: monitoring never stops the manager
+            LOG.warning('notifications off: %s', e)
+            self.notifier = None
+
+    def state(self, kind, ident, old, new, message=None):
+        if self.notifier is None:
+            return
+        try:
+            self.notifier.info({}, 'fedex.%s.state' % kind, {
+                'id': ident, 'from': old, 'to': new, 'message': message})
+        except Exception as e:  # noqa
+            LOG.warning('notification of %s %s lost: %s', kind, ident, e)

@@ -1,0 +1,221 @@
+"""The phases run in-process, terminals faked at the RPC client.
+
+SQLite, taskflow's in-memory persistence; the fake terminals answer as
+the agent does. The real thing runs in tests/functional/manager.
+"""
+
+import fixtures
+from oslo_config import cfg
+from taskflow import engines
+
+from lsrp import exception
+from lsrp.manager import actions
+from lsrp.manager import conductor
+from lsrp.manager.db import api as db
+from lsrp.manager.flows import phases
+from lsrp.manager.flows import tasks
+from lsrp.manager import states
+from tests.unit.lsrp.manager import base
+
+CONF = cfg.CONF
+
+
+class FakeTerminals(object):
+    """Stands in for rpc.TerminalAPI: runs operations at once.
+
+    It reports them the way the agent's casts do (ManagerEndpoint).
+    """
+
+    def __init__(self):
+        self.calls = []
+        self.fail = {}
+        self.endpoint = conductor.ManagerEndpoint()
+
+    def api(self, topic):
+        outer = self
+
+        class API(object):
+            def start(self, op_id, kind, params):
+                outer.calls.append((topic, kind, op_id))
+                if kind in outer.fail:
+                    outer.endpoint.finished({}, topic, op_id, 'ERROR',
+                                            error=outer.fail[kind])
+                    return {'state': 'ERROR', 'error': outer.fail[kind]}
+                result = outer.result(kind, params)
+                outer.endpoint.progress({}, topic, op_id, 100, 100, 50.0)
+                outer.endpoint.finished({}, topic, op_id, 'DONE', result)
+                return {'state': 'DONE', 'result': result}
+
+            def status(self, op_id):
+                return {'state': 'UNKNOWN'}
+
+            def cancel(self, op_id):
+                pass
+        return API()
+
+    def result(self, kind, params):
+        if kind == 'snapshot':
+            return {'bytes_total': 100}
+        if kind == 'seal':
+            labels = {p.split('/')[-1]: 'id-' + p for p in params['devices']}
+            return {'manifest_digest': 'md', 'labels': labels,
+                    'seal_digest': 'sd'}
+        if kind in ('catchup_round', 'final_delta'):
+            return {'snapshot': '%s-r%d' % (params['shipment_id'],
+                                            params['number']),
+                    'changed_bytes': 10, 'wire_bytes': 5, 'seconds': 0.1,
+                    'wire_rate': 50.0, 'estimate': 1}
+        return {}
+
+
+class FlowTestCase(base.DBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.terminals = FakeTerminals()
+        self.useFixture(fixtures.MonkeyPatch(
+            'lsrp.manager.rpc.TerminalAPI', self.terminals.api))
+        self.useFixture(fixtures.MonkeyPatch(
+            'lsrp.manager.flows.tasks.notifier',
+            lambda: type('N', (), {'state': lambda *a: None})()))
+        CONF.set_override('op_poll_interval', 1, group='conductor')
+        CONF.set_override('compute_driver', 'none', group='conductor')
+        CONF.set_override('name', 'test-conductor', group='conductor')
+        for opt in ('op_poll_interval', 'compute_driver', 'name'):
+            self.addCleanup(CONF.clear_override, opt, group='conductor')
+        actions.site_register(self.ctx, 'site-a')
+        actions.site_register(self.ctx, 'site-b')
+        actions.terminal_register(self.ctx, 'term-a', 'site-a')
+        actions.terminal_register(self.ctx, 'term-b', 'site-b',
+                                  lsrp_address='127.0.0.1:1')
+        for i in range(3):
+            actions.device_register(self.ctx, 'SN%d' % i, 'term-a', slot=i,
+                                    path='/slots-a/SN%d' % i)
+        self.m = actions.migration_create(
+            self.ctx, [{'server_id': 'vm0', 'volumes': ['vms/d0', 'vms/d1']}],
+            'site-a', 'site-b', options={'cutover': 'automatic',
+                                         'retention_days': 0})
+
+    def run_phase(self, phase):
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        try:
+            engines.run(phases.FACTORIES[phase](), store={
+                'migration_id': m['id'], 'generation': m['generation']})
+        except Exception as e:  # noqa: the conductor logs it; we look
+            self.failure = e
+        return db.get(self.ctx, 'migration', self.m['id'])
+
+    def kinds(self):
+        return [c[1] for c in self.terminals.calls]
+
+    def plug_in_at_destination(self):
+        for i in range(3):
+            actions.device_register(self.ctx, 'SN%d' % i, 'term-b', slot=i,
+                                    path='/slots-b/SN%d' % i)
+
+
+class TestPhases(FlowTestCase):
+
+    def test_whole_migration(self):
+        m = self.run_phase('prepare')
+        self.assertEqual(states.SEALED, m['state'])
+        self.assertEqual(['snapshot', 'export', 'seal'], self.kinds())
+        s = actions.shipment_list(self.ctx)[0]
+        self.assertEqual('SEALED', s['state'])
+        self.assertTrue(s['key_ref'])
+        self.assertEqual('md', s['manifest_digest'])
+        self.assertEqual({'SEALED'}, {d['state'] for d in
+                                      actions.device_list(self.ctx)})
+        # Parked: the courier's events move it on.
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        self.assertEqual('receive', self.posted[-1][1])
+        self.plug_in_at_destination()
+        m = self.run_phase('receive')
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertEqual('IMPORTED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
+        m = self.run_phase('catchup')
+        # Automatic cutover in no window: straight on.
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertEqual(1, m['rounds'])
+        m = self.run_phase('cutover')
+        self.assertEqual(states.COMPLETED, m['state'])
+        self.assertEqual('cleanup', self.posted[-1][1])
+        m = self.run_phase('cleanup')
+        self.assertEqual(states.CLEANED, m['state'])
+        self.assertEqual('ERASED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
+        self.assertEqual({'BLANK'}, {d['state'] for d in
+                                     actions.device_list(self.ctx)})
+        self.assertIn('erase', self.kinds())
+        self.assertIn('remove_snapshots', self.kinds())
+
+    def test_prepare_twice_runs_nothing_twice(self):
+        self.run_phase('prepare')
+        n = len(self.terminals.calls)
+        # A resumed or duplicated job of the same generation.
+        m = self.run_phase('prepare')
+        self.assertEqual(states.SEALED, m['state'])
+        self.assertEqual(n, len(self.terminals.calls))
+        self.assertEqual(1, len(actions.shipment_list(self.ctx)))
+
+    def test_task_rerun_after_crash_is_idempotent(self):
+        # The conductor died while Export ran: taskflow runs it again.
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        for t in (tasks.Snapshot(), tasks.Pack(), tasks.Export(),
+                  tasks.Export()):
+            t.execute(m['id'], m['generation'])
+        self.assertEqual(['snapshot', 'export', 'export'], self.kinds())
+        # Same operation id both times: the agent runs it once.
+        self.assertEqual(1, len({c[2] for c in self.terminals.calls
+                                 if c[1] == 'export'}))
+        self.assertEqual(1, len(actions.shipment_list(self.ctx)))
+
+    def test_failure_is_recorded_and_retried(self):
+        self.terminals.fail['export'] = 'DeviceFull: usb1 is full'
+        m = self.run_phase('prepare')
+        self.assertEqual(states.FAILED, m['state'])
+        self.assertEqual(states.EXPORTING, m['failed_in'])
+        self.assertIn('usb1 is full', m['last_error'])
+        del self.terminals.fail['export']
+        actions.migration_retry(self.ctx, m['id'])
+        m = self.run_phase('prepare')
+        self.assertEqual(states.SEALED, m['state'])
+
+    def test_abort_in_exporting_cleans_up(self):
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        for t in (tasks.Snapshot(), tasks.Pack()):
+            t.execute(m['id'], m['generation'])
+        old_generation = m['generation']
+        actions.migration_abort(self.ctx, m['id'], 'changed my mind')
+        # The prepare job still running finds itself superseded.
+        self.assertRaises(tasks.Superseded, tasks.Export().execute,
+                          m['id'], old_generation)
+        m = self.run_phase('abort')
+        self.assertEqual(states.ABORTED, m['state'])
+        s = actions.shipment_list(self.ctx)[0]
+        self.assertEqual('ERASED', s['state'])
+        self.assertIn('remove_snapshots', self.kinds())
+        self.assertEqual({'BLANK'}, {d['state'] for d in
+                                     actions.device_list(self.ctx)})
+        from lsrp.manager import keys
+        self.assertRaises(exception.KeyManagerError,
+                          keys.get_store().get, s['key_ref'])
+
+    def test_tampered_seal(self):
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        self.plug_in_at_destination()
+        self.terminals.fail['verify'] = (
+            'CustodyMismatch: devices SN1 do not match the seal record')
+        m = self.run_phase('receive')
+        self.assertEqual(states.FAILED, m['state'])
+        self.assertIn('TAMPERED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
+        self.assertNotIn('import', self.kinds())
+        from lsrp.manager import keys
+        self.assertRaises(exception.KeyManagerError,
+                          keys.get_store().get, s['key_ref'])
