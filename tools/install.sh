@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
-              shellcheck bats
+              shellcheck bats chromium chromium-driver
               python3-venv python3-dev git)
 
 missing=()

@@ -19,6 +19,8 @@ def rate(bps):
 def duration(seconds):
     if seconds is None:
         return '-'
+    if seconds < 10:
+        return '%.1fs' % seconds
     seconds = int(seconds)
     days, rest = divmod(seconds, 86400)
     hours, rest = divmod(rest, 3600)

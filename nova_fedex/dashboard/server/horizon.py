@@ -97,6 +97,9 @@ class Horizon(object):
         os.makedirs(self.dir, exist_ok=True)
         if self.pid() and self.answers():
             return self
+        if self.answers():
+            raise HorizonError('another server answers on %s: stop it first'
+                               % self.url)
         self.collect_static()
         with open(self.log, 'ab') as log:
             subprocess.Popen(self.argv(), env=self.env, stdout=log,
