@@ -276,6 +276,11 @@ class CourierError(ManagerError):
     message = "courier %(courier)s: %(reason)s"
 
 
+class ServiceFailed(SandboxError):
+    """A service of the sandbox's mini-cloud did not start or answer."""
+    message = "sandbox: %(service)s %(reason)s; see %(log)s%(tail)s"
+
+
 # --- the planner and fedex-api ------------------------------------------------
 
 class PlanCannotConverge(FedexException):

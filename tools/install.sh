@@ -2,12 +2,27 @@
 # Install everything this project needs on Debian 12, as root, idempotently:
 # Debian's Ceph (daemons, CLI, Python bindings) and a virtualenv in .venv with
 # this project, tox, and the bindings linked in.
+#
+# --openstack: also what 'fedex-sandbox up --openstack' needs: QEMU, libvirt,
+# busybox (Debian) and the OpenStack services in a second virtualenv,
+# .venv-openstack (~600 MB), with this project installed into it too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+OPENSTACK=
+[ "${1:-}" = "--openstack" ] && OPENSTACK=1
 
 APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
+              python3-venv python3-dev git
+              # Offline checks of devstack/, the browser tests.
               shellcheck bats chromium chromium-driver
-              python3-venv python3-dev git)
+              # The sandbox's shared services (lsrp/sandbox/services).
+              mariadb-server rabbitmq-server zookeeper default-jre-headless)
+if [ -n "$OPENSTACK" ]; then
+    APT_PACKAGES+=(qemu-system-x86 qemu-block-extra qemu-utils
+                   libvirt-daemon-system libvirt-clients
+                   libvirt-daemon-driver-storage-rbd python3-libvirt
+                   busybox-static util-linux)
+fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -38,4 +53,22 @@ fi
 .venv/bin/python tools/link_ceph_bindings.py
 .venv/bin/python -c 'import rados, rbd' \
     || { echo "install.sh: the Ceph bindings do not import in .venv" >&2; exit 1; }
+if [ -n "$OPENSTACK" ]; then
+    # Its own venv: nova, cinder, keystone... pin libraries this project's
+    # tox envs do not need, and a 'pip install' of one must not move the other.
+    if [ ! -x .venv-openstack/bin/python ]; then
+        "$PYTHON" -m venv .venv-openstack
+    fi
+    .venv-openstack/bin/python -m pip install -q \
+        -c tools/openstack-constraints.txt -r tools/openstack-requirements.txt \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    .venv-openstack/bin/python -m pip install -q --no-deps -e . \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
+        -r requirements.txt \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    .venv-openstack/bin/python tools/link_ceph_bindings.py --libvirt
+    .venv-openstack/bin/python -c 'import rados, rbd, libvirt, nova, lsrp' \
+        || { echo "install.sh: .venv-openstack is incomplete" >&2; exit 1; }
+fi
 echo "install.sh: ready (.venv, $(.venv/bin/python --version), $(ceph --version | cut -d' ' -f1-3))"

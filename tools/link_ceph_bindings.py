@@ -14,6 +14,11 @@ import sysconfig
 
 DIST = '/usr/lib/python3/dist-packages'
 MODULES = ('rados', 'rbd')
+# With --libvirt (the mini-cloud's venv: nova-compute): Debian's
+# python3-libvirt, whose pure-Python modules go with its extensions.
+LIBVIRT = ('libvirtmod', 'libvirtmod_qemu', 'libvirtmod_lxc')
+LIBVIRT_PY = ('libvirt.py', 'libvirt_qemu.py', 'libvirt_lxc.py',
+              'libvirtaio.py')
 
 
 def main():
@@ -22,7 +27,8 @@ def main():
     target = os.path.join(sys.prefix, 'ceph-bindings')
     os.makedirs(target, exist_ok=True)
     suffixes = importlib.machinery.EXTENSION_SUFFIXES
-    for module in MODULES:
+    modules = MODULES + (LIBVIRT if '--libvirt' in sys.argv else ())
+    for module in modules:
         found = [p for p in glob.glob(os.path.join(DIST, module + '.*'))
                  if any(p.endswith(s) for s in suffixes)]
         if not found:
@@ -35,6 +41,12 @@ def main():
         if os.path.lexists(link):
             os.unlink(link)
         os.symlink(found[0], link)
+    if '--libvirt' in sys.argv:
+        for name in LIBVIRT_PY:
+            link = os.path.join(target, name)
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(os.path.join(DIST, name), link)
     pth = os.path.join(sysconfig.get_paths()['purelib'], 'ceph-bindings.pth')
     with open(pth, 'w') as f:
         f.write(target + '\n')

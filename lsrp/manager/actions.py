@@ -19,6 +19,7 @@ from lsrp import exception
 from lsrp.manager.db import api as db
 from lsrp.manager import jobs
 from lsrp.manager import options as options_mod
+from lsrp.manager import rpc
 from lsrp.manager import states
 
 CONF = cfg.CONF
@@ -75,7 +76,7 @@ def terminal_register(ctx, name, site, rpc_topic=None, capacity_bytes=0,
     except exception.NotFound:
         existing = None
     values = dict(site_id=site['id'],
-                  rpc_topic=rpc_topic or 'fedex-terminal.%s' % name,
+                  rpc_topic=rpc_topic or rpc.terminal_topic(name),
                   capacity_bytes=capacity_bytes, slots=slots,
                   lsrp_address=lsrp_address)
     if existing:
@@ -403,7 +404,10 @@ def migration_cutover_start(ctx, migration):
         raise exception.InvalidTransition(
             kind='migration', id=m['id'], current=m['state'],
             target=states.CUTTING_OVER, reason='; '.join(ready['reasons']))
-    return _progress(db.transition(ctx, 'migration', migration, 'cutover'))
+    m = db.transition(ctx, 'migration', migration, 'cutover')
+    # The cutover phase runs the final delta (the VM paused by Nova).
+    jobs.post(ctx, m['id'], 'cutover')
+    return _progress(db.get(ctx, 'migration', m['id']))
 
 
 def migration_cutover_finish(ctx, migration, success=True, reason=None):

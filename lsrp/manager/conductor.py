@@ -68,7 +68,10 @@ def jobboard(backend, client=None, conf=CONF):
     board = job_backends.fetch(
         'fedex', {'board': 'zookeeper', 'hosts': ','.join(
             conf.jobboard.hosts), 'path': conf.jobboard.path,
-            'timeout': conf.jobboard.session_timeout},
+            'timeout': conf.jobboard.session_timeout,
+            # kazoo's version check needs the 'envi' four-letter word,
+            # which ZooKeeper 3.5+ disables by default.
+            'check_compatible': False},
         persistence=backend, client=client)
     board.connect()
     return board
@@ -277,7 +280,6 @@ class Sweeper(object):
         if m['options'].get('cutover') == 'automatic' and \
                 actions.cutover_ready(ctx, m['id'])['ready']:
             actions.migration_cutover_start(ctx, m['id'])
-            jobs.post(ctx, m['id'], 'cutover')
         elif age.total_seconds() >= m['options'].get('keep_warm_seconds',
                                                      600):
             jobs.post(ctx, m['id'], 'keep_warm')
@@ -325,7 +327,7 @@ class Conductor(object):
             persistence=self.backend, engine='serial',
             max_simultaneous_jobs=self.conf.conductor.max_jobs,
             wait_timeout=1.0)
-        self.rpc_server = rpc.server([ManagerEndpoint()], rpc.MANAGER_TOPIC,
+        self.rpc_server = rpc.server([ManagerEndpoint()], rpc.manager_topic(self.conf),
                                      self.name, self.conf)
         self.rpc_server.start()
         self.sweeper = Sweeper(self.board, self.zk, self.name)

@@ -7,6 +7,7 @@ from oslo_config import cfg
 from oslo_db import options as db_options
 
 from lsrp.manager import keys
+from lsrp.manager import rpc
 
 manager_opts = [
     cfg.StrOpt('state_path', default='/var/lib/fedex',
@@ -56,11 +57,13 @@ def register_opts(conf):
     conf.register_opts(jobboard_opts, group='jobboard')
     conf.register_opts(conductor_opts, group='conductor')
     keys.register_opts(conf)
+    rpc.register_opts(conf)
     db_options.set_defaults(conf)
 
 
 def list_opts():
-    return [('manager', copy.deepcopy(manager_opts)),
+    return [('DEFAULT', copy.deepcopy(rpc.rpc_opts)),
+            ('manager', copy.deepcopy(manager_opts)),
             ('jobboard', copy.deepcopy(jobboard_opts)),
             ('conductor', copy.deepcopy(conductor_opts)),
             ('shipment_keys', copy.deepcopy(keys.key_opts)),

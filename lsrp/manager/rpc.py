@@ -1,6 +1,7 @@
 """oslo.messaging between the manager and the terminals (RabbitMQ).
 
-Manager -> terminal: topic ``fedex-terminal.<name>`` (one per terminal),
+Manager -> terminal: topic ``fedex-terminal.<name>`` (one per terminal;
+the prefix is ``rpc_topic_prefix``),
 ``start(op_id, kind, params)`` (idempotent by op_id: a known operation is
 not started twice), ``status(op_id)``, ``cancel(op_id)`` (cast).
 
@@ -20,10 +21,26 @@ import oslo_messaging as messaging
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
-MANAGER_TOPIC = 'fedex-manager'
 VERSION = '1.0'
 
+rpc_opts = [
+    cfg.StrOpt('rpc_topic_prefix', default='fedex',
+               help='Prefix of the manager\'s and terminals\' RPC topics '
+                    '(<prefix>-manager, <prefix>-terminal.<name>). Queues '
+                    'are named after topics, whatever the exchange: two '
+                    'managers on one RabbitMQ need different prefixes.'),
+]
+
 _transports = {}
+
+
+def register_opts(conf):
+    conf.register_opts(rpc_opts)
+
+
+def manager_topic(conf=CONF):
+    register_opts(conf)
+    return '%s-manager' % conf.rpc_topic_prefix
 
 
 def transport(conf=CONF):
@@ -37,8 +54,9 @@ def notification_transport(conf=CONF):
     return messaging.get_notification_transport(conf)
 
 
-def terminal_topic(name):
-    return 'fedex-terminal.%s' % name
+def terminal_topic(name, conf=CONF):
+    register_opts(conf)
+    return '%s-terminal.%s' % (conf.rpc_topic_prefix, name)
 
 
 def server(endpoints, topic, server_name, conf=CONF):
@@ -77,7 +95,7 @@ class ManagerAPI(object):
     def __init__(self, terminal, conf=CONF):
         self.terminal = terminal
         self.client = messaging.get_rpc_client(
-            transport(conf), messaging.Target(topic=MANAGER_TOPIC,
+            transport(conf), messaging.Target(topic=manager_topic(conf),
                                               version=VERSION))
 
     def _cast(self, method, **kw):

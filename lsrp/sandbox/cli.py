@@ -1,6 +1,8 @@
 """``fedex-sandbox``: the local two-site Ceph environment.
 
     fedex-sandbox up        start (or create) site-a and site-b, wait for health
+                            (and MariaDB, RabbitMQ, ZooKeeper); --openstack:
+                            also the two-site OpenStack mini-cloud
     fedex-sandbox status    health and daemons of each site
     fedex-sandbox env       shell exports of each site's conf and keyring
     fedex-sandbox down      stop the daemons we started (data is kept)
@@ -34,8 +36,10 @@ UP_RESULTS = {'healthy': 'already healthy',
 
 
 def do_up(sb):
-    for name, action in sb.up().items():
-        print('%s: %s' % (name, UP_RESULTS[action]))
+    sites = {s.name for s in sb.sites}
+    for name, action in sb.up(openstack=CONF.command.openstack).items():
+        print('%s: %s' % (name, UP_RESULTS[action] if name in sites
+                          else action))
     return 0
 
 
@@ -51,7 +55,25 @@ def do_status(sb):
             where = ('pid %d' % d['pid']) if d['pid'] else d['state'].upper()
             print('  %-6s %-8s %s' % (d['name'], where, 'log: ' + d['log']))
         healthy &= entry['healthy']
+    print('services:')
+    for svc in sb.shared.status():
+        print_service(svc)
+        healthy &= svc['state'] == 'running'
+    cloud = sb.cloud()
+    if cloud.exists():
+        print('openstack: (clouds.yaml: %s)' % cloud.clouds_yaml)
+        for svc in cloud.status():
+            print_service(svc)
+            healthy &= svc['state'] == 'running'
     return 0 if healthy else 1
+
+
+def print_service(svc):
+    where = ('pid %d' % svc['pid']) if svc['pid'] else svc['state'].upper()
+    port = (':%d' % svc['port']) if svc['port'] else ''
+    rss = ('%d MiB' % svc['rss_mib']) if svc['rss_mib'] is not None else ''
+    print('  %-16s %-10s %-7s %8s  log: %s' % (svc['name'], where, port, rss,
+                                               svc['log']))
 
 
 def do_env(sb):
@@ -60,6 +82,15 @@ def do_env(sb):
     print('export FEDEX_PKI_DIR=%s' % shlex.quote(sb.pki))
     for s in sb.sites:
         for key, value in s.env():
+            print('export %s=%s' % (key, shlex.quote(value)))
+    shared = sb.shared
+    for key, value in (('FEDEX_TRANSPORT_URL', shared.transport_url()),
+                       ('FEDEX_DATABASE_URL', shared.database_url('fedex')),
+                       ('FEDEX_ZOOKEEPER_HOSTS', shared.zookeeper_hosts())):
+        print('export %s=%s' % (key, shlex.quote(value)))
+    cloud = sb.cloud()
+    if cloud.exists():
+        for key, value in sorted(cloud.client_env().items()):
             print('export %s=%s' % (key, shlex.quote(value)))
     return 0
 
@@ -128,6 +159,10 @@ def add_command_parsers(subparsers):
             parser.add_argument('--threshold-mib', type=float, default=2)
             parser.add_argument('--keep', action='store_true',
                                 help='Keep the demo images and devices.')
+        if name == 'up':
+            parser.add_argument('--openstack', action='store_true',
+                                help='Also bring up the mini-cloud: a '
+                                     'two-site OpenStack on both sites.')
         if name == 'wan-up':
             parser.add_argument('--rate-mbit', type=int, default=100)
             parser.add_argument('--delay-ms', type=float, default=0)

@@ -12,6 +12,7 @@ from oslo_log import log as logging
 
 from lsrp import exception
 from lsrp.sandbox import opts as opts_mod
+from lsrp.sandbox.services import shared as shared_mod
 from lsrp.sandbox import site as site_mod
 from lsrp import tls
 
@@ -34,6 +35,12 @@ class Sandbox(object):
                       for i, name in enumerate(site_mod.SITES)]
         self.pki = os.path.join(self.root, 'pki')
         self.run_dir = os.path.join(self.root, 'run')
+        self.shared = shared_mod.SharedServices(self.root, base_port)
+
+    def cloud(self):
+        """The OpenStack mini-cloud of this sandbox."""
+        from lsrp.sandbox.services import cloud as cloud_mod
+        return cloud_mod.Cloud(self)
 
     def terminal(self, site):
         """Name and TLS files of a site's terminal: (name, ca, cert, key)."""
@@ -124,13 +131,17 @@ class Sandbox(object):
             futures = [pool.submit(fn, s) for s in self.sites]
             return [f.result() for f in futures]
 
-    def up(self):
-        """Start (or create) both sites and wait until both are HEALTH_OK.
+    def up(self, openstack=False):
+        """Start (or create) both sites and the shared services.
 
-        Returns {site: 'healthy' | 'started' | 'created'}. A healthy sandbox
-        is left untouched.
+        Waits until both sites are HEALTH_OK and MariaDB, RabbitMQ and
+        ZooKeeper answer; with ``openstack``, then brings the mini-cloud up
+        (lsrp.sandbox.services.cloud).
+        Returns {site or service: 'healthy' | 'started' | 'created' |
+        'running'}. What is healthy is left untouched.
         """
         site_mod.check_programs()
+        shared_mod.check_programs()
         with self._lock():
             self._check_disk()
             # Fail before starting anything, so that a taken port on one
@@ -153,19 +164,37 @@ class Sandbox(object):
                 site.wait_healthy(deadline)
                 return action
 
-            actions = self._each_site(bring_up)
+            # The shared services start while the sites do.
+            with concurrent.futures.ThreadPoolExecutor(3) as pool:
+                futures = [pool.submit(bring_up, s) for s in self.sites]
+                shared = pool.submit(self.shared.up)
+                actions = [f.result() for f in futures]
+                result = dict(zip((s.name for s in self.sites), actions))
+                result.update(shared.result())
             LOG.info('sandbox up in %.1f s: %s', time.monotonic() - begin,
-                     dict(zip((s.name for s in self.sites), actions)))
-            return dict(zip((s.name for s in self.sites), actions))
+                     result)
+            if openstack:
+                result.update(self.cloud().up())
+            return result
 
     def down(self):
         """Stop the daemons we started; keep all data."""
         with self._lock():
-            return {s.name: s.stop() for s in self.sites}
+            result = {}
+            cloud = self.cloud()
+            if cloud.exists():
+                result['openstack'] = cloud.down()
+            result['services'] = self.shared.down()
+            result.update({s.name: s.stop() for s in self.sites})
+            return result
 
     def destroy(self):
         """Stop everything and remove all sandbox state."""
         with self._lock():
+            cloud = self.cloud()
+            if cloud.exists():
+                cloud.destroy()
+            self.shared.destroy()
             for s in self.sites:
                 s.destroy()
         shutil.rmtree(self.root, ignore_errors=True)

@@ -7,6 +7,7 @@ from oslo_log import log as logging
 
 from lsrp.manager.api import app as app_mod
 from lsrp.manager.api import opts as api_opts
+from lsrp.manager import conductor
 from lsrp.manager.db import api as db
 from lsrp.manager import opts as manager_opts
 from lsrp.manager import policy
@@ -33,5 +34,9 @@ def init_application(conf=cfg.CONF, config_files=None):
                  % conf.manager.state_path)
     policy.reset()
     policy.init(conf)
+    if conf.api.post_jobs:
+        # NOTE: per worker (uwsgi --lazy-apps): ZooKeeper's client threads
+        # would not survive a fork.
+        conductor.install_poster(conf)
     LOG.info('fedex-api ready (auth %s)', conf.api.auth_strategy)
     return app_mod.deploy(conf)

@@ -15,6 +15,11 @@ api_opts = [
                     '?limit= is cut to this.'),
     cfg.IntOpt('default_limit', default=100, min=1,
                help='Items per page when ?limit= is not given.'),
+    cfg.BoolOpt('post_jobs', default=True,
+                help='Post the phases of new migrations and actions '
+                     'straight to the [jobboard] (ZooKeeper), so a '
+                     'conductor starts them at once. When false they wait '
+                     'for the conductors\' sweeper.'),
 ]
 
 

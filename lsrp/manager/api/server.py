@@ -4,7 +4,7 @@ It only assembles the uwsgi command line and replaces itself with uwsgi, so
 what runs is exactly the documented command::
 
     uwsgi --http-socket 127.0.0.1:8780 --module lsrp.manager.api.wsgi:application \\
-          --virtualenv $VENV --master --processes 2 --threads 4 \\
+          --virtualenv $VENV --lazy-apps --master --processes 2 --threads 4 \\
           --enable-threads --die-on-term --need-app --buffer-size 65535 \\
           --add-header "Connection: close" --env FEDEX_API_CONFIG=/etc/fedex/fedex-api.conf
 """
@@ -12,6 +12,7 @@ what runs is exactly the documented command::
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 
 DEFAULT_BIND = '127.0.0.1:8780'
@@ -27,6 +28,9 @@ def uwsgi_argv(config_files, bind=DEFAULT_BIND, processes=2, threads=4,
     argv = [uwsgi, '--http-socket', bind,
             '--module', 'lsrp.manager.api.wsgi:application',
             '--virtualenv', sys.prefix,
+            # Each worker builds its own app: the jobboard's ZooKeeper
+            # client runs threads that a fork would not copy.
+            '--lazy-apps',
             '--master', '--processes', str(processes),
             '--threads', str(threads), '--enable-threads',
             '--die-on-term', '--need-app', '--buffer-size', '65535',
@@ -56,10 +60,21 @@ def main(argv=None):
     parser.add_argument('--logfile')
     parser.add_argument('--print-command', action='store_true',
                         help='Print the uwsgi command instead of running it.')
+    parser.add_argument('--db-sync', action='store_true',
+                        help='Create or upgrade the database schema first '
+                             '(fedex-manage db sync).')
     args = parser.parse_args(argv)
     for path in args.config_file:
         if not os.path.isfile(path):
             parser.error('--config-file %s: no such file' % path)
+    if args.db_sync:
+        manage = shutil.which('fedex-manage', path=os.path.dirname(
+            sys.executable)) or 'fedex-manage'
+        argv_ = [manage]
+        for path in args.config_file:
+            argv_ += ['--config-file', path]
+        if subprocess.run(argv_ + ['db', 'sync']).returncode != 0:
+            raise SystemExit('fedex-api: fedex-manage db sync failed')
     cmd = uwsgi_argv(args.config_file, args.bind, args.processes,
                      args.threads, args.pidfile, args.logfile)
     if args.print_command:

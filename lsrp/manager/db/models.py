@@ -181,7 +181,7 @@ class Device(TimestampMixin, Base):
 class Operation(TimestampMixin, Base):
     """A terminal operation, idempotent by its id (the flow makes it)."""
     __tablename__ = 'operations'
-    id = sa.Column(sa.String(64), primary_key=True)
+    id = sa.Column(sa.String(255), primary_key=True)
     migration_id = sa.Column(sa.String(36), index=True)
     terminal = sa.Column(sa.String(255), nullable=False)
     kind = sa.Column(sa.String(32), nullable=False)

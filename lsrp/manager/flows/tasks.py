@@ -618,7 +618,6 @@ class Rounds(CatchUp):
             from lsrp.manager import actions
             if actions.cutover_ready(ctx, m['id'])['ready']:
                 actions.migration_cutover_start(ctx, m['id'])
-                jobs.post(ctx, m['id'], 'cutover')
 
 
 class KeepWarm(PhaseTask):

@@ -64,6 +64,7 @@ def register_opts(conf):
     lsrp_opts.register_shipment_opts(conf)
     conf.register_opts(lsrp_opts.server_opts, group='server')
     keys_mod.register_opts(conf)
+    rpc.register_opts(conf)
 
 
 class OpStore(object):
@@ -233,9 +234,10 @@ class Agent(object):
                             'capacity_bytes': _capacity(path)})
         s = self.conf.server
         return {'site': self.conf.agent.site,
+                'slots_dir': self.conf.agent.slots_dir,
                 'lsrp_address': self.conf.agent.lsrp_address or
                 '%s:%d' % (s.host, s.port),
-                'rpc_topic': rpc.terminal_topic(self.terminal.name),
+                'rpc_topic': rpc.terminal_topic(self.terminal.name, self.conf),
                 'devices': devices, 'running': sorted(
                     self.endpoint.running)}
 
@@ -264,7 +266,7 @@ class Agent(object):
 
     def run(self):
         self.rpc_server = rpc.server(
-            [self.endpoint], rpc.terminal_topic(self.terminal.name),
+            [self.endpoint], rpc.terminal_topic(self.terminal.name, self.conf),
             self.terminal.name, self.conf)
         self.rpc_server.start()
         threads = [threading.Thread(target=self.heartbeats, daemon=True)]
@@ -274,7 +276,7 @@ class Agent(object):
         for t in threads:
             t.start()
         print('lsrp-agent %s: serving %s' % (
-            self.terminal.name, rpc.terminal_topic(self.terminal.name)),
+            self.terminal.name, rpc.terminal_topic(self.terminal.name, self.conf)),
             flush=True)
         self.stop_event.wait()
         self.rpc_server.stop()

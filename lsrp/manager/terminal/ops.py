@@ -147,12 +147,12 @@ def labels(devices):
 
 
 def device_serial(path):
-    """A device's serial: its ``serial`` file, else the directory name."""
-    try:
-        with open(os.path.join(path, 'serial')) as f:
-            return f.read().strip()
-    except FileNotFoundError:
-        return os.path.basename(os.path.normpath(path))
+    """A device's serial: the name of its slot's mount point.
+
+    (A device directory must be empty before its first export, so the
+    serial is not kept inside it.)
+    """
+    return os.path.basename(os.path.normpath(path))
 
 
 def seal_digest(manifest_digest, found):
@@ -254,8 +254,6 @@ def erase(terminal, params, progress):
         if os.path.isdir(path):
             serial = device_serial(path)
             for entry in os.listdir(path):
-                if entry == 'serial':
-                    continue
                 full = os.path.join(path, entry)
                 if os.path.isdir(full):
                     shutil.rmtree(full)

@@ -76,7 +76,8 @@ def run(cmd_cls, app, argv, name='openstack fedex'):
     return cmd.take_action(parsed)
 
 
-class TestCommands(test_api.Fixture):
+class InProcess(test_api.Fixture):
+    """Sites, terminals up, devices; a client of the in-process API."""
 
     def setUp(self):
         super().setUp()
@@ -85,6 +86,9 @@ class TestCommands(test_api.Fixture):
         self.client = client_mod.FedexClient(
             InProcessSession(self.app), 'http://fedex.example/')
         self.app_ = App(self.client)
+
+
+class TestCommands(InProcess):
 
     def test_create_list_show_abort_delete(self):
         cols, row = run(migration.CreateMigration, self.app_, [
@@ -170,6 +174,54 @@ class TestCommands(test_api.Fixture):
         self.assertGreater(os.path.getsize(path), 10000)
         self.assertRaises(exceptions.CommandError, plan_cmd.parse_vm,
                           'colour=red')
+
+
+class TestNovaLookups(InProcess):
+    """Images, source and destination sites found through Nova."""
+
+    def compute(self, status='ACTIVE', task_state=None):
+        server = mock.Mock(id='5e1d', status=status, task_state=task_state,
+                           availability_zone='az-a',
+                           attached_volumes=[{'id': 'v77'}])
+        compute = mock.Mock()
+        compute.find_server.return_value = server
+        compute.services.return_value = [
+            mock.Mock(host='b-h1', availability_zone='az-b'),
+            mock.Mock(host='a-h1', availability_zone='az-a')]
+        return compute
+
+    def test_server_migrate_fedex_with_host(self):
+        app = App(self.client, self.compute())
+        cmd = server_migrate.FedexMigrateServer(app, None)
+        args = cmd.get_parser('openstack server migrate').parse_args(
+            ['--live', '--fedex', '--host', 'b-h1', 'web-1'])
+        cmd.take_action(args)
+        mid = app.stdout.getvalue().split()[2]
+        m = self.client.migration_get(mid)
+        self.assertEqual(['vms/5e1d_disk', 'volumes/volume-v77'],
+                         [v['source_image'] for v in m['volumes']])
+        self.assertEqual('b-h1', m['dest_host'])
+        sites = {s['id']: s['name'] for s in
+                 self.client.get('/sites')['sites']}
+        self.assertEqual(('site-a', 'site-b'), (sites[m['source_site_id']],
+                                                sites[m['dest_site_id']]))
+
+    def test_refuses_what_the_cutover_cannot_move(self):
+        app = App(self.client, self.compute(status='SHUTOFF',
+                                            task_state='migrating'))
+        err = self.assertRaises(
+            exceptions.CommandError, run, migration.CreateMigration, app,
+            ['--server', 'web-1', '--site', 'site-b'])
+        self.assertIn('is SHUTOFF, not ACTIVE', str(err))
+        self.assertIn('busy (migrating)', str(err))
+        self.assertEqual([], self.client.get('/migrations')['migrations'])
+
+    def test_host_in_no_site(self):
+        app = App(self.client, self.compute())
+        err = self.assertRaises(
+            exceptions.CommandError, run, migration.CreateMigration, app,
+            ['--server', 'web-1', '--host', 'c-h9'])
+        self.assertIn('no nova-compute on host c-h9', str(err))
 
 
 class TestServerMigrate(testtools.TestCase):

@@ -1,0 +1,92 @@
+"""fedex-api in the sandbox's mini-cloud (``fedex-sandbox up --openstack``).
+
+The ``fedex.sandbox.cloud_services`` entry point: the cloud starts it after
+the OpenStack APIs, on base port + 280, and registers it in Keystone's
+catalog as service ``fedex``, type ``vm-shipping``. It keeps its records in
+the shared MariaDB (database ``fedex``) and checks tokens as the cloud's
+``fedex`` service user.
+"""
+
+import os
+
+from lsrp.sandbox.services import base
+from lsrp.sandbox.services import cloud as cloud_mod
+
+SERVICE_TYPE = 'vm-shipping'
+PORT_NAME = 'fedex-api'
+
+
+def conf_text(cloud):
+    secrets = cloud.shared.secrets()
+    return '\n'.join([
+        '[DEFAULT]',
+        'log_file = %s' % os.path.join(cloud.log_dir, 'fedex-api.log'),
+        '[database]',
+        'connection = %s' % cloud.shared.database_url('fedex'),
+        '[manager]',
+        'state_path = %s' % os.path.join(cloud.dir, 'fedex-api'),
+        '[api]',
+        'auth_strategy = keystone',
+        # The sandbox's conductors (if any) pick phases up by their sweep.
+        'post_jobs = false',
+        '[keystone_authtoken]',
+        'www_authenticate_uri = %s' % cloud.keystone_url,
+        'auth_url = %s' % cloud.keystone_url,
+        'auth_type = password',
+        'username = fedex',
+        'password = %s' % secrets['service'],
+        'project_name = service',
+        'user_domain_name = Default',
+        'project_domain_name = Default',
+        ''])
+
+
+def cloud_services(cloud):
+    """[ExtraService] of fedex-api for the mini-cloud."""
+    conf = os.path.join(cloud.dir, 'fedex-api', 'fedex-api.conf')
+    cloud_mod.write(conf, conf_text(cloud))
+    port = cloud.port(PORT_NAME)
+    service = base.Service(
+        'fedex-api',
+        [os.path.join(cloud.venv, 'bin', 'python'), '-m', __name__,
+         os.path.join(cloud.venv, 'bin', 'fedex-api'), '--config-file',
+         conf, '--db-sync', '--bind', '127.0.0.1:%d' % port,
+         '--processes', '1', '--threads', '4'],
+        cloud.run_dir, cloud.log_dir, marker=conf, comm='uwsgi', port=port,
+        kill_descendants=True)
+    return [cloud_mod.ExtraService(service, catalog={
+        'type': SERVICE_TYPE, 'name': 'fedex', 'url': cloud.url(PORT_NAME)})]
+
+
+def ensure_database(conf_path):
+    """CREATE DATABASE IF NOT EXISTS for the [database] connection."""
+    import configparser
+
+    import sqlalchemy as sa
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(conf_path)
+    url = sa.engine.make_url(parser.get('database', 'connection'))
+    if not url.drivername.startswith('mysql'):
+        return
+    engine = sa.create_engine(url.set(database=''))
+    with engine.begin() as conn:
+        conn.execute(sa.text('CREATE DATABASE IF NOT EXISTS `%s` CHARACTER '
+                             'SET utf8mb4' % url.database))
+    engine.dispose()
+
+
+def main(argv=None):
+    """``python -m lsrp.manager.api.sandbox FEDEX_API ARGS...``.
+
+    Makes the database, then becomes ``fedex-api ARGS`` (--db-sync makes
+    the schema, then it becomes uwsgi): one pid from start to stop.
+    """
+    import sys
+    argv = sys.argv[1:] if argv is None else argv
+    ensure_database(argv[argv.index('--config-file') + 1])
+    os.execv(argv[0], argv)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,1 @@
+"""Services of the sandbox besides Ceph: shared services and the mini-cloud."""

@@ -1,0 +1,176 @@
+"""A manager deployment on the sandbox, conductors and agents as processes.
+
+Real MariaDB, RabbitMQ, ZooKeeper and Ceph.
+
+Each test class gets its own database, messaging exchange and ZooKeeper
+path; the sandbox's shared services are started by the sandbox's own code.
+"""
+
+import os
+import threading
+import uuid
+
+from oslo_config import cfg
+
+from lsrp.manager import actions
+from lsrp.manager import conductor
+from lsrp.manager import context
+from lsrp.manager.db import api as db
+from lsrp.manager import deploy
+from lsrp.manager import jobs
+from lsrp.manager import opts
+from lsrp.manager import states
+from lsrp.sandbox import demo
+from tests.functional import base
+
+CONF = cfg.CONF
+MiB = 1 << 20
+
+
+class ManagerTestCase(base.FunctionalTestCase):
+    """Starts nothing by itself: tests say which processes they need."""
+
+    database = 'mysql'
+
+    def setUp(self):
+        super().setUp()
+        self.id_ = uuid.uuid4().hex[:8]
+        work = os.path.join(base.SANDBOX_DIR, 'manager-tests',
+                            'm-%s' % self.id_)
+        endpoints = deploy.shared_endpoints(base.SANDBOX_DIR)
+        # Our own ports: the tests' range of the sandbox (+600..+999).
+        slot = int(self.id_, 16) % 150
+        ports = {'site-a': self.sandbox.port(600 + 2 * slot),
+                 'site-b': self.sandbox.port(601 + 2 * slot)}
+        self.dep = deploy.Deployment(self.sandbox, endpoints,
+                                     'mt-%s' % self.id_, work, ports,
+                                     database=self.database)
+        self.addCleanup(self.dep.drop_database)
+        self.addCleanup(self.dep.stop)
+        conf = self.dep.db_sync()
+        opts.register_opts(CONF)
+        CONF(['--config-file', conf], project='fedex-test')
+        self.addCleanup(CONF.reset)
+        db.configure(self.dep.db_url)
+        backend, board = conductor.install_poster(CONF)
+        self.board = board
+        self.addCleanup(board.close)
+        self.addCleanup(jobs.set_poster, None)
+        self.ctx = context.RequestContext(user_id='tester',
+                                          project_id='p-test')
+        for site in ('site-a', 'site-b'):
+            s = self.sandbox.site(site)
+            actions.site_register(self.ctx, site, ceph_conf=s.conf,
+                                  ceph_keyring=s.keyring)
+
+    def start_terminals(self, devices=3):
+        self.serials = self.dep.make_slots('site-a', devices)
+        for site in ('site-a', 'site-b'):
+            self.dep.start_agent(site)
+        self.dep.wait(lambda: len(actions.device_list(
+            self.ctx, {'state': 'BLANK'})) >= devices and all(
+            t['health'] == 'UP' for t in actions.terminal_list(self.ctx))
+            and len(actions.terminal_list(self.ctx)) == 2, 60,
+            'the terminals and their devices')
+
+    def vm(self, sizes=(64 * MiB, 32 * MiB), write_rate=256 << 10):
+        """A "VM": images with data at site-a and a writer on them."""
+        specs = []
+        for size in sizes:
+            pool, name = self.new_image(size)
+            with pool.open_image(name) as img:
+                for off in range(0, size // 2, 4 * MiB):
+                    img.write(off, os.urandom(1 * MiB))
+            specs.append('vms/%s' % name)
+            self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+        writer = demo.Writer(self.sites['site-a'], specs, write_rate)
+        writer.start()
+
+        def stop():
+            writer.stopped.set()
+            writer.resume()
+            writer.join()
+        self.addCleanup(stop)
+        return specs, writer
+
+    def migrate(self, specs, **options):
+        opts_ = {'cutover': 'approved', 'retention_days': 0,
+                 'threshold_bytes': 4 * MiB, 'max_rounds': 4,
+                 'keep_warm_seconds': 3600}
+        opts_.update(options)
+        return actions.migration_create(
+            self.ctx, [{'server_id': 'vm-%s' % self.id_,
+                        'volumes': specs}], 'site-a', 'site-b',
+            options=opts_)
+
+    def state(self, m):
+        return db.get(self.ctx, 'migration', m['id'])['state']
+
+    def wait_state(self, m, wanted, timeout=180):
+        wanted = (wanted,) if isinstance(wanted, str) else wanted
+
+        def check():
+            s = self.state(m)
+            if s == states.FAILED and states.FAILED not in wanted:
+                raise AssertionError('migration FAILED: %s\n%s' % (
+                    db.get(self.ctx, 'migration', m['id'])['last_error'],
+                    self.logs()))
+            return s in wanted and s
+        try:
+            return self.dep.wait(check, timeout, ' or '.join(wanted))
+        except Exception as e:
+            if isinstance(e, AssertionError):
+                raise
+            raise AssertionError('%s; state %s\n%s' % (e, self.state(m),
+                                                       self.logs()))
+
+    def wait_op(self, m, kind, state='RUNNING', timeout=120):
+        def check():
+            ops = [o for o in db.list_(self.ctx, 'operation',
+                                       {'migration_id': m['id'],
+                                        'kind': kind})
+                   if o['state'] == state]
+            return ops and ops[0]
+        return self.dep.wait(check, timeout, '%s %s' % (kind, state),
+                             interval=0.1)
+
+    def owner_of_job(self, m):
+        """The conductor that holds the migration's job (its name)."""
+        mid = db.get(self.ctx, 'migration', m['id'])
+        for job in self.board.iterjobs(ensure_fresh=True):
+            if (job.details or {}).get('migration_id') == mid['id'] and \
+                    job.details.get('generation') == mid['generation']:
+                return self.board.find_owner(job)
+        return None
+
+    def cut_over(self, m, writer):
+        """What Nova does: pause the VM, let the final delta run."""
+        writer.pause()
+        actions.migration_approve_cutover(self.ctx, m['id'])
+        actions.migration_cutover_start(self.ctx, m['id'])
+        self.wait_state(m, (states.COMPLETED, states.CLEANED))
+
+    def assert_converged(self, m):
+        m = db.get(self.ctx, 'migration', m['id'])
+        snap = m['last_snapshot']
+        a, b = self.sandbox.site('site-a'), self.sandbox.site('site-b')
+        for v in m['volumes']:
+            src = a.export_sha256('%s@%s' % (v['source_image'], snap))
+            dst = b.export_sha256('%s@%s' % (v['dest_image'], snap))
+            self.assertEqual(src, dst, '%s@%s differs' % (
+                v['source_image'], snap))
+        return m
+
+    def logs(self):
+        return '\n'.join('--- %s\n%s' % (p.name, p.tail(15))
+                         for p in self.dep.processes.values())
+
+    def events(self, m):
+        return [e['message'] for e in actions.events_query(
+            self.ctx, migration=m['id'], limit=1000)]
+
+
+def in_thread(fn):
+    t = threading.Thread(target=fn, daemon=True)
+    t.start()
+    return t

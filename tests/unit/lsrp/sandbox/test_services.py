@@ -1,0 +1,62 @@
+"""Service processes of the mini-cloud: started, failed and stopped by pid."""
+
+import os
+import sys
+
+import fixtures
+import testtools
+
+from lsrp import exception
+from lsrp.sandbox.services import base
+from lsrp.sandbox.services import ports
+
+
+class TestService(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def service(self, code, **kw):
+        return base.Service('svc', [sys.executable, '-c', code],
+                            os.path.join(self.dir, 'run'),
+                            os.path.join(self.dir, 'log'),
+                            # comm is the name exec'd, not a symlink's target.
+                            marker='-c', **kw)
+
+    def test_failed_start_names_service_and_log_tail(self):
+        svc = self.service('print("cannot open the database"); exit(3)',
+                           ready=lambda: False, start_timeout=10)
+        e = self.assertRaises(exception.ServiceFailed, svc.ensure)
+        self.assertIn('svc exited while starting', str(e))
+        self.assertIn('cannot open the database', str(e))
+        self.assertIn(svc.out_file, str(e))
+
+    def test_started_then_stopped_by_pid(self):
+        svc = self.service('import time; time.sleep(60)')
+        self.assertTrue(svc.ensure())
+        pid = svc.pid()
+        self.assertIsNotNone(pid)
+        self.assertFalse(svc.ensure(), 'a running service was restarted')
+        self.assertEqual(pid, svc.stop())
+        self.assertIsNone(svc.pid())
+        self.assertFalse(os.path.exists(svc.pidfile))
+
+    def test_a_stranger_behind_the_pid_file_is_not_ours(self):
+        svc = self.service('pass')
+        os.makedirs(os.path.dirname(svc.pidfile))
+        with open(svc.pidfile, 'w') as f:
+            f.write('%d\n' % os.getppid())
+        self.assertIsNone(svc.pid())
+        self.assertIsNone(svc.stop())
+
+
+class TestPorts(testtools.TestCase):
+
+    def test_every_port_is_in_the_sandbox_service_range(self):
+        offsets = list(ports.PORTS.values())
+        self.assertEqual(len(offsets), len(set(offsets)), 'a port is shared')
+        for name, offset in ports.PORTS.items():
+            self.assertTrue(200 <= offset < 1000, name)
+        last = ports.migration_range(9)[1]
+        self.assertLess(last, 600)
