@@ -1,6 +1,6 @@
 """The real services the browser tests drive, started once per run.
 
-* Keystone: the sandbox mini-cloud's (``lsrp.sandbox.services.cloud``);
+* Keystone: the sandbox mini-cloud's, started by the cloud's own code;
 * fedex-api: the project's ``fedex-api`` (uwsgi) with keystonemiddleware,
   registered in the catalog as ``vm-shipping``;
 * Horizon with the plugin: :mod:`nova_fedex.dashboard.server.horizon`
@@ -62,21 +62,20 @@ def wait_port(port, timeout, what, log):
 def keystone(sandbox):
     """(auth_url, admin session) of the sandbox's Keystone, started.
 
+    The mini-cloud's Keystone, brought up by the cloud's own code (only
+    MariaDB and Keystone; see tests/openstack/keystone_access.py).
     ``FEDEX_TEST_KEYSTONE_URL`` and ``FEDEX_TEST_KEYSTONE_PASSWORD`` (of
     user admin, project admin) name another Keystone instead.
     """
     url = os.environ.get('FEDEX_TEST_KEYSTONE_URL')
-    if url:
-        admin = dict(auth_url=url, username='admin',
-                     password=os.environ['FEDEX_TEST_KEYSTONE_PASSWORD'],
-                     project_name='admin', user_domain_id='default',
-                     project_domain_id='default')
-    else:
-        from lsrp.sandbox.services import cloud as cloud_mod
-        cloud = cloud_mod.Cloud(sandbox)
-        cloud.up_keystone()
-        admin = cloud.credentials()['fedex-admin']
-    return admin['auth_url'], ks_session.Session(auth=v3.Password(**admin))
+    if not url:
+        from tests.openstack import keystone_access
+        return keystone_access.admin_session()
+    admin = dict(auth_url=url, username='admin',
+                 password=os.environ['FEDEX_TEST_KEYSTONE_PASSWORD'],
+                 project_name='admin', user_domain_id='default',
+                 project_domain_id='default')
+    return url, ks_session.Session(auth=v3.Password(**admin))
 
 
 class Identity(object):
