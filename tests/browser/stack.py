@@ -151,6 +151,8 @@ class FedexAPI(object):
             f.write('[DEFAULT]\nlog_file = %(dir)s/api.log\n'
                     '[manager]\nstate_path = %(dir)s\n'
                     '[api]\nauth_strategy = keystone\n'
+                    # No conductor in these tests: nothing to post jobs to.
+                    'post_jobs = false\n'
                     '[keystone_authtoken]\n'
                     'www_authenticate_uri = %(auth)s\n'
                     'auth_url = %(auth)s\nauth_type = password\n'
