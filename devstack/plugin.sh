@@ -1,26 +1,51 @@
 #!/bin/bash
-# devstack plugin of openstack-fedex: installs lsrp on a node that has Ceph
-# and writes its configuration. Enable in local.conf with:
+# devstack plugin of openstack-fedex ("Migration over FedEx").
+# Enable in local.conf with:
 #   enable_plugin openstack-fedex <repository> [branch]
+# and see devstack/samples/ for the two-node (one node per site) layout.
+# devstack calls this file once per phase: plugin.sh <mode> <phase>.
 
-function install_fedex {
-    install_package ceph-common python3-rados python3-rbd
-    setup_develop "$FEDEX_DIR"
-    # Debian's Ceph bindings are not on PyPI: link them into the venv.
-    "$PYTHON" "$FEDEX_DIR/tools/link_ceph_bindings.py"
-}
-
-function configure_fedex {
-    sudo install -d -o "$STACK_USER" "$FEDEX_CONF_DIR"
-    iniset "$FEDEX_CONF" ceph site_name "$FEDEX_SITE_NAME"
-    iniset "$FEDEX_CONF" ceph conf_file "$FEDEX_CEPH_CONF"
-    iniset "$FEDEX_CONF" ceph client_name "$FEDEX_CEPH_USER"
-}
+FEDEX_PLUGIN_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=devstack/lib/fedex
+source "$FEDEX_PLUGIN_DIR/lib/fedex"
 
 if [[ "$1" == "stack" && "$2" == "install" ]]; then
     echo_summary "Installing openstack-fedex"
     install_fedex
+    if is_service_enabled fedex-horizon; then
+        install_fedex_dashboard
+    fi
 elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
     echo_summary "Configuring openstack-fedex"
     configure_fedex
+    if is_service_enabled fedex-api fedex-conductor; then
+        configure_fedex_manager
+    fi
+    if is_service_enabled fedex-api; then
+        configure_fedex_api
+        create_fedex_accounts
+    fi
+    if is_service_enabled fedex-nova; then
+        configure_fedex_nova
+    fi
+    if is_service_enabled fedex-cinder; then
+        configure_fedex_cinder
+    fi
+    if is_service_enabled fedex-horizon; then
+        configure_fedex_dashboard
+    fi
+elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+    echo_summary "Starting openstack-fedex"
+    init_fedex
+    start_fedex
+elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
+    configure_fedex_tempest
+fi
+
+if [[ "$1" == "unstack" ]]; then
+    stop_fedex
+fi
+
+if [[ "$1" == "clean" ]]; then
+    cleanup_fedex
 fi

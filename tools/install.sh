@@ -13,6 +13,8 @@ OPENSTACK=
 
 APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
               python3-venv python3-dev git
+              # Offline checks of devstack/, the browser tests.
+              shellcheck bats chromium chromium-driver
               # The sandbox's shared services (lsrp/sandbox/services).
               mariadb-server rabbitmq-server zookeeper default-jre-headless)
 if [ -n "$OPENSTACK" ]; then

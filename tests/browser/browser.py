@@ -1,0 +1,114 @@
+"""A real headless Chromium (Debian's chromium + chromium-driver) driven by
+selenium, with the flags this machine needs, and screenshots."""
+
+import os
+import shutil
+import tempfile
+
+from selenium.common import exceptions as se_exc
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = '/usr/bin/chromium'
+CHROMEDRIVER = '/usr/bin/chromedriver'
+FLAGS = ('--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic',
+         '--no-first-run', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync',
+         '--disable-dev-shm-usage', '--window-size=1500,1000')
+
+
+class Browser(object):
+
+    def __init__(self, base_url, shots_dir):
+        # Selenium Manager must never try to download a driver (offline).
+        os.environ['SE_OFFLINE'] = 'true'
+        self.base_url = base_url
+        self.shots_dir = shots_dir
+        os.makedirs(shots_dir, exist_ok=True)
+        self.profile = tempfile.mkdtemp(prefix='fedex-chromium-')
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for flag in FLAGS + ('--user-data-dir=' + self.profile,):
+            options.add_argument(flag)
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER),
+                                       options=options)
+        self.driver.set_page_load_timeout(120)
+        self.shots = []
+
+    def quit(self):
+        try:
+            self.driver.quit()
+        finally:
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+    # --- pages --------------------------------------------------------------
+
+    def get(self, path):
+        self.driver.get(self.base_url + path)
+
+    def login(self, user, password):
+        self.driver.delete_all_cookies()
+        self.get('/auth/login/')
+        self.find('#id_username').send_keys(user)
+        self.find('#id_password').send_keys(password)
+        self.find('#loginBtn').click()
+        self.wait(lambda d: '/auth/login' not in d.current_url, 60,
+                  'login of %s' % user)
+
+    def shot(self, name):
+        path = os.path.join(self.shots_dir, '%02d-%s.png' % (
+            len(self.shots) + 1, name))
+        self.driver.save_screenshot(path)
+        self.shots.append(path)
+        return path
+
+    # --- elements -----------------------------------------------------------
+
+    def find(self, css, timeout=30):
+        return WebDriverWait(self.driver, timeout).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, css)),
+            'no element %s on %s' % (css, self.driver.current_url))
+
+    def find_all(self, css):
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def click(self, css, timeout=30):
+        WebDriverWait(self.driver, timeout).until(
+            ec.element_to_be_clickable((By.CSS_SELECTOR, css)),
+            'cannot click %s on %s' % (css, self.driver.current_url)).click()
+
+    def select(self, css, value):
+        Select(self.find(css)).select_by_value(value)
+
+    def fill(self, css, text):
+        el = self.find(css)
+        el.clear()
+        el.send_keys(text)
+
+    def wait(self, predicate, timeout, what):
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=1).until(
+                predicate)
+        except se_exc.TimeoutException:
+            self.shot('timeout')
+            raise AssertionError('timed out after %d s waiting for %s on %s'
+                                 % (timeout, what, self.driver.current_url))
+
+    def confirm_if_asked(self):
+        """Click the confirmation of Horizon's confirm modal, if shown."""
+        for button in self.find_all('.modal .modal-footer .btn-danger, '
+                                    '.modal .modal-footer .btn-primary'):
+            if button.is_displayed():
+                button.click()
+        return False
+
+    def messages(self):
+        """Texts of Horizon's messages (alerts) on the page."""
+        return [e.text for e in self.find_all('.messages .alert')]
+
+    def text(self):
+        return self.driver.find_element(By.TAG_NAME, 'body').text

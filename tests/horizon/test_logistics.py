@@ -1,0 +1,93 @@
+"""Shipments and devices panels (admin) and their custody forms."""
+
+from unittest import mock
+
+from django import urls
+
+from nova_fedex.dashboard.api import fedex
+from tests.horizon import base
+
+API = 'nova_fedex.dashboard.api.fedex.'
+SHIPMENTS = urls.reverse_lazy('horizon:admin:fedex_shipments:index')
+DEVICES = urls.reverse_lazy('horizon:admin:fedex_devices:index')
+
+SHIPMENT = {'id': 's-1', 'name': 'ship-1', 'state': 'SEALED',
+            'carrier': 'fedex', 'tracking_number': None, 'parity': 1,
+            'updated_at': '2026-11-24T05:00:00'}
+
+
+class ShipmentsTests(base.AdminTestCase):
+
+    @mock.patch(API + 'shipment_list', return_value=[SHIPMENT])
+    def test_index(self, m_list):
+        res = self.client.get(SHIPMENTS)
+        self.assertEqual(['s-1'], [s['id'] for s in
+                                   res.context['shipments_table'].data])
+        self.assertIn(urls.reverse('horizon:admin:fedex_shipments:event',
+                                   args=['s-1']), res.content.decode())
+
+    @mock.patch(API + 'shipment_event')
+    def test_handed_to_carrier_with_tracking_number(self, m_event):
+        m_event.return_value = dict(SHIPMENT, state='HANDED_TO_CARRIER',
+                                    tracking_number='7712')
+        url = urls.reverse('horizon:admin:fedex_shipments:event',
+                           args=['s-1'])
+        res = self.client.post(url, {'shipment_id': 's-1',
+                                     'event': 'handed_to_carrier',
+                                     'tracking_number': '7712',
+                                     'location': 'dock A'})
+        self.assertNoFormErrors(res)
+        self.assertRedirectsNoFollow(res, str(SHIPMENTS))
+        m_event.assert_called_once_with(mock.ANY, 's-1', 'handed_to_carrier',
+                                        tracking_number='7712',
+                                        location='dock A')
+
+    @mock.patch(API + 'shipment_event')
+    def test_hand_over_needs_the_tracking_number(self, m_event):
+        url = urls.reverse('horizon:admin:fedex_shipments:event',
+                           args=['s-1'])
+        res = self.client.post(url, {'shipment_id': 's-1',
+                                     'event': 'handed_to_carrier'})
+        self.assertFormErrors(
+            res, 1, "Give the carrier's tracking number of the hand-over.")
+        m_event.assert_not_called()
+
+    @mock.patch(API + 'shipment_event')
+    def test_out_of_order_event_says_so(self, m_event):
+        m_event.side_effect = fedex.FedexAPIError(
+            'Unable to record "delivered" for shipment s-1', 409,
+            ['shipment s-1 is SEALED: deliver is not allowed'])
+        url = urls.reverse('horizon:admin:fedex_shipments:event',
+                           args=['s-1'])
+        res = self.client.post(url, {'shipment_id': 's-1',
+                                     'event': 'delivered'})
+        text = ''.join(str(m) for m in res.context['messages'])
+        self.assertIn('deliver is not allowed', text)
+        self.assertIn('reload the page', text)
+
+
+class DevicesTests(base.AdminTestCase):
+
+    @mock.patch(API + 'device_list')
+    def test_index(self, m_list):
+        m_list.return_value = [{'id': 'd-1', 'serial': 'SN-42',
+                                'state': 'LOADED', 'terminal_id': 't-a',
+                                'shipment_id': 's-1',
+                                'capacity_bytes': 1024 ** 4,
+                                'updated_at': None}]
+        res = self.client.get(DEVICES)
+        html = res.content.decode()
+        self.assertIn('SN-42', html)
+        self.assertIn('1.0 TiB', html)
+
+    @mock.patch(API + 'device_custody')
+    def test_custody(self, m_custody):
+        m_custody.return_value = {'id': 'd-1', 'serial': 'SN-42'}
+        url = urls.reverse('horizon:admin:fedex_devices:custody',
+                           args=['d-1'])
+        res = self.client.post(url, {'device_id': 'd-1',
+                                     'holder': 'courier J. Doe',
+                                     'location': 'dock B'})
+        self.assertNoFormErrors(res)
+        m_custody.assert_called_once_with(mock.ANY, 'd-1', 'courier J. Doe',
+                                          location='dock B', message='')

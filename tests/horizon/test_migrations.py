@@ -1,0 +1,261 @@
+"""The migrations panels, with fedex-api replaced by mocks of the
+dashboard's API module (nova_fedex.dashboard.api.fedex)."""
+
+from unittest import mock
+
+from django import urls
+
+from nova_fedex.dashboard.api import fedex
+from tests.horizon import base
+
+API = 'nova_fedex.dashboard.api.fedex.'
+INDEX = urls.reverse_lazy('horizon:project:fedex_migrations:index')
+CREATE = urls.reverse_lazy('horizon:project:fedex_migrations:create')
+
+
+def detail(ident, ns='project'):
+    return urls.reverse('horizon:%s:fedex_migrations:detail' % ns,
+                        args=[ident])
+
+
+@mock.patch(API + 'site_list', return_value=base.SITES)
+class ProjectMigrationsTests(base.TestCase):
+
+    @mock.patch(API + 'migration_list')
+    def test_index_lists_own_migrations_with_progress(self, m_list, _sites):
+        m_list.return_value = [
+            base.migration('m-1'),
+            base.migration('m-2', 'READY_FOR_CUTOVER',
+                           allowed_actions=['abort', 'approve_cutover'])]
+        res = self.client.get(INDEX)
+        self.assertTemplateUsed(res, 'horizon/common/_data_table_view.html')
+        m_list.assert_called_once_with(mock.ANY, all_projects=False,
+                                       state=None)
+        table = res.context['migrations_table']
+        self.assertEqual(['m-1', 'm-2'], [m['id'] for m in table.data])
+        html = res.content.decode()
+        self.assertIn('site-a \u2192 site-b', html)
+        self.assertIn('40.0%', html)
+        self.assertIn('12.0 MiB/s', html)
+        self.assertIn('8m 20s', html)          # ETA of 500 s
+        # Only the migration ready for cutover offers the approval.
+        self.assertIn('migrations__row_m-2__action_approve_cutover', html)
+        self.assertNotIn('migrations__row_m-1__action_approve_cutover', html)
+        self.assertIn('migrations__row_m-1__action_abort', html)
+        self.assertNotIn('migrations__row_m-1__action_retry', html)
+        # A moving row is polled, a settled one is not.
+        rows = {r.datum['id']: r for r in table.get_rows()}
+        self.assertIsNone(rows['m-1'].status)
+        self.assertTrue(rows['m-2'].status)
+        self.assertIn('ajax-update', html)
+
+    @mock.patch(API + 'migration_list', return_value=[])
+    def test_state_filter_goes_to_the_api(self, m_list, _sites):
+        self.client.post(INDEX, {'migrations__filter__q_field': 'state',
+                                 'migrations__filter__q': 'catching_up'},
+                         follow=True)
+        m_list.assert_called_with(mock.ANY, all_projects=False,
+                                  state='CATCHING_UP')
+
+    @mock.patch(API + 'migration_list')
+    def test_unknown_state_filter_is_refused(self, m_list, _sites):
+        res = self.client.post(INDEX, {
+            'migrations__filter__q_field': 'state',
+            'migrations__filter__q': 'flying'}, follow=True)
+        m_list.assert_not_called()
+        self.assertMessageCount(res, error=1)
+        self.assertIn('is not a migration state',
+                      ''.join(str(m) for m in res.context['messages']))
+
+    @mock.patch(API + 'migration_list')
+    def test_api_down_is_a_message_saying_what_to_do(self, m_list, _sites):
+        m_list.side_effect = fedex.FedexAPIError('Unable to list migrations')
+        res = self.client.get(INDEX)
+        self.assertEqual([], res.context['migrations_table'].data)
+        text = ''.join(str(m) for m in res.context['messages'])
+        self.assertIn('Unable to list migrations', text)
+        self.assertIn('fedex-api did not answer', text)
+
+    @mock.patch(API + 'migration_action')
+    @mock.patch(API + 'migration_list')
+    def test_approve_cutover(self, m_list, m_action, _sites):
+        m_list.return_value = [base.migration(
+            'm-2', 'READY_FOR_CUTOVER',
+            allowed_actions=['abort', 'approve_cutover'])]
+        res = self.client.post(INDEX, {
+            'action': 'migrations__approve_cutover__m-2'})
+        self.assertRedirectsNoFollow(res, str(INDEX))
+        m_action.assert_called_once_with(mock.ANY, 'm-2', 'approve_cutover')
+
+    @mock.patch(API + 'migration_action')
+    @mock.patch(API + 'migration_list')
+    def test_abort_gives_a_reason(self, m_list, m_action, _sites):
+        m_list.return_value = [base.migration('m-1')]
+        self.client.post(INDEX, {'action': 'migrations__abort__m-1'})
+        m_action.assert_called_once_with(
+            mock.ANY, 'm-1', 'abort',
+            reason='aborted from the dashboard by test_user')
+
+    @mock.patch(API + 'migration_action')
+    @mock.patch(API + 'migration_list')
+    def test_forbidden_action_shows_the_api_reason(self, m_list, m_action,
+                                                   _sites):
+        m_list.return_value = [base.migration('m-1')]
+        m_action.side_effect = fedex.FedexAPIError(
+            'Unable to abort migration m-1', 403,
+            ['policy does not allow fedex:migration:abort'])
+        res = self.client.post(INDEX, {'action': 'migrations__abort__m-1'},
+                               follow=True)
+        text = ''.join(str(m) for m in res.context['messages'])
+        self.assertIn('policy does not allow fedex:migration:abort', text)
+        self.assertIn('Your role does not allow this', text)
+
+    @mock.patch(API + 'migration_get')
+    def test_row_update_polls_one_migration(self, m_get, _sites):
+        m_get.return_value = base.migration(
+            'm-1', progress={'bytes_total': 100, 'bytes_done': 100,
+                             'percent': 100.0, 'rate': None,
+                             'eta_seconds': 0, 'rounds': 4},
+            events=[{'id': 9, 'message': 'round 4 sent 1 MiB'}])
+        res = self.client.get(INDEX, {'action': 'row_update',
+                                      'table': 'migrations',
+                                      'obj_id': 'm-1'},
+                              HTTP_X_REQUESTED_WITH='XMLHttpRequest')
+        m_get.assert_called_once_with(mock.ANY, 'm-1')
+        html = res.content.decode()
+        self.assertIn('100.0%', html)
+        self.assertIn('round 4 sent 1 MiB', html)
+
+    @mock.patch(API + 'device_list')
+    @mock.patch(API + 'shipment_get')
+    @mock.patch(API + 'event_list')
+    @mock.patch(API + 'migration_get')
+    def test_detail_tabs(self, m_get, m_events, m_ship, m_devices, _sites):
+        m_get.return_value = base.migration(
+            'm-1', events=list(reversed(base.events()[:2])),
+            shipments=[{'id': 's-1', 'name': 'ship-1', 'state': 'DELIVERED',
+                        'carrier': 'fedex', 'tracking_number': '7712'}])
+        m_events.return_value = base.events()
+        m_ship.return_value = {
+            'id': 's-1', 'name': 'ship-1', 'state': 'DELIVERED',
+            'carrier': 'fedex', 'tracking_number': '7712',
+            'events': [{'message': 'carrier: deliver', 'location': 'site B',
+                        'created_at': '2026-11-24T05:05:00'}]}
+        m_devices.return_value = [{'id': 'd-1', 'serial': 'SN-42',
+                                   'state': 'DELIVERED',
+                                   'capacity_bytes': 2 * 1024 ** 4}]
+        res = self.client.get(detail('m-1'))
+        self.assertTemplateUsed(res, 'horizon/common/_detail.html')
+        html = res.content.decode()
+        # Overview: the timeline up to the current phase.
+        self.assertIn('<strong>CATCHING_UP</strong>', html)
+        self.assertIn('fedex-phase-done', html)
+        self.assertIn('fedex-phase-pending', html)
+        # Shipment: carrier, tracking number, devices, custody.
+        self.assertIn('7712', html)
+        self.assertIn('SN-42', html)
+        self.assertIn('2.0 TiB', html)
+        self.assertIn('carrier: deliver', html)
+        m_devices.assert_called_once_with(mock.ANY, shipment='s-1')
+        # Catch-up: three rounds converging under the 64 MiB threshold.
+        self.assertEqual(3, html.count('class="fedex-round"'))
+        self.assertIn('class="fedex-threshold"', html)
+        self.assertIn('cutover threshold 64.0 MiB', html)
+        self.assertIn('fill="#5cb85c"', html)   # round 3 under threshold
+
+    @mock.patch(API + 'migration_get')
+    def test_detail_of_a_missing_migration_goes_back(self, m_get, _sites):
+        m_get.side_effect = fedex.FedexAPIError(
+            'Unable to show migration nope', 404, ['migration nope not found'])
+        res = self.client.get(detail('nope'))
+        self.assertRedirectsNoFollow(res, str(INDEX))
+
+    @mock.patch(API + 'migration_create')
+    @mock.patch(API + 'plan_create')
+    def test_preview_plans_without_creating(self, m_plan, m_create, _sites):
+        m_plan.return_value = {
+            'wan': {'total_time': 9 * 86400, 'expected_pause': 1.0,
+                    'wan_bytes': 500 * 1024 ** 3, 'devices': 0, 'cost': 5.0},
+            'fedex': {'total_time': 2 * 86400, 'expected_pause': 1.0,
+                      'wan_bytes': 20 * 1024 ** 3, 'devices': 2,
+                      'cost': 90.0},
+            'recommended': 'fedex', 'break_even_vms': 7}
+        res = self.client.post(CREATE, {
+            'servers': 'a, b\nc', 'source_site': 'site-a',
+            'dest_site': 'site-b', 'cutover': 'approved', 'disk_gib': 10,
+            'write_mib': 1, 'wan_mbit': 80, 'preview': '1'})
+        m_create.assert_not_called()
+        m_plan.assert_called_once_with(
+            mock.ANY, [{'size': 10 * 1024 ** 3, 'write_rate': 1024 ** 2,
+                        'count': 3}], 10e6)
+        html = res.content.decode()
+        self.assertIn('class="fedex-recommended">fedex<', html)
+        self.assertIn('9d 0h', html)
+        self.assertIn('2d 0h', html)
+
+    @mock.patch(API + 'migration_create')
+    def test_create(self, m_create, _sites):
+        m_create.return_value = base.migration('m-9', 'REQUESTED')
+        res = self.client.post(CREATE, {
+            'name': 'wave-1', 'servers': 'a b', 'source_site': 'site-a',
+            'dest_site': 'site-b', 'cutover': 'automatic',
+            'downtime_budget': 2, 'rate_cap': 10})
+        self.assertNoFormErrors(res)
+        self.assertRedirectsNoFollow(res, str(INDEX))
+        m_create.assert_called_once_with(
+            mock.ANY, ['a', 'b'], 'site-a', 'site-b', name='wave-1',
+            options={'cutover': 'automatic', 'downtime_budget': 2.0,
+                     'rate_cap': 10 * 1024 ** 2})
+
+    @mock.patch(API + 'migration_create')
+    def test_create_refused_by_preflight_keeps_the_form(self, m_create,
+                                                        _sites):
+        m_create.side_effect = fedex.FedexAPIError(
+            'Unable to create the migration', 409,
+            ['site site-b has no terminal; register one',
+             'server a has a vTPM'])
+        res = self.client.post(CREATE, {
+            'servers': 'a', 'source_site': 'site-a', 'dest_site': 'site-b',
+            'cutover': 'approved'})
+        self.assertEqual(200, res.status_code)
+        text = ''.join(str(m) for m in res.context['messages'])
+        self.assertIn('site site-b has no terminal; register one', text)
+        self.assertIn('server a has a vTPM', text)
+
+    @mock.patch(API + 'migration_create')
+    def test_same_site_twice_is_a_form_error(self, m_create, _sites):
+        res = self.client.post(CREATE, {
+            'servers': 'a', 'source_site': 'site-a', 'dest_site': 'site-a',
+            'cutover': 'approved'})
+        self.assertFormErrors(
+            res, 1, 'Source and destination are the same site: choose '
+            'another destination.')
+        m_create.assert_not_called()
+
+
+class PanelVisibilityTests(base.TestCase):
+
+    def _setup_test_data(self):
+        super()._setup_test_data()
+        self.service_catalog = [s for s in self.service_catalog
+                                if s['type'] != 'vm-shipping']
+
+    @mock.patch(API + 'migration_list')
+    def test_no_panel_without_fedex_api_in_the_catalog(self, m_list):
+        res = self.client.get(INDEX)
+        self.assertNotEqual(200, res.status_code)
+        m_list.assert_not_called()
+
+
+@mock.patch(API + 'site_list', return_value=base.SITES)
+class AdminMigrationsTests(base.AdminTestCase):
+
+    @mock.patch(API + 'migration_list')
+    def test_admin_sees_every_project(self, m_list, _sites):
+        m_list.return_value = [base.migration('m-1', project_id='p-other')]
+        res = self.client.get(urls.reverse(
+            'horizon:admin:fedex_migrations:index'))
+        m_list.assert_called_once_with(mock.ANY, all_projects=True,
+                                       state=None)
+        self.assertIn('p-other', res.content.decode())
+        self.assertIn(detail('m-1', 'admin'), res.content.decode())
