@@ -40,8 +40,13 @@ def cloud(sandbox):
     """The mini-cloud, brought up once per test process."""
     global _cloud
     if _cloud is None:
-        sandbox.up(openstack=True)
-        _cloud = cloud_mod.Cloud(sandbox)
+        c = cloud_mod.Cloud(sandbox)
+        # tox's commands_pre brought it up: only a cloud that is not fully
+        # running is brought up again (a second up re-checks everything).
+        if not c.exists() or any(svc['state'] != 'running'
+                                 for svc in c.status()):
+            sandbox.up(openstack=True)
+        _cloud = c
     return _cloud
 
 
