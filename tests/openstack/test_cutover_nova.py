@@ -161,8 +161,10 @@ class TestNovaCutover(base.ManagerTestCase):
         # migration runs: the longest silence is its pause.
         stop = threading.Event()
         poll_a = guest_reader.Poller(at_a)
-        threading.Thread(target=poll_a.poll_until, args=(stop.is_set, 3000),
-                         daemon=True).start()
+        poll_b = guest_reader.Poller(self.reader('site-b', image))
+        for poller in (poll_a, poll_b):
+            threading.Thread(target=poller.poll_until,
+                             args=(stop.is_set, 3000), daemon=True).start()
         began = time.monotonic()
         out = self.migrate(sid)
         api_to_end = time.monotonic() - began
@@ -181,8 +183,23 @@ class TestNovaCutover(base.ManagerTestCase):
         self.assertGreater(resumed.counter, last_a)
         self.assertEqual(list(range(counters[0], counters[-1] + 1)),
                          counters)
+        # The pause, from outside: the last new tick seen at A to the first
+        # newer one seen at B.
+        left = poll_a.changes[-1][0]
+        arrived = [t for t, c in poll_b.changes if c > last_a]
+        pause = arrived[0] - left if arrived else None
+        # Bit-exact: A's image (its QEMU stopped) and B's final snapshot.
+        mid = [x for x in db.list_(self.ctx, 'migration')
+               if any(s['server_id'] == sid for s in x['servers'])][0]['id']
+        spec = 'vms/%s' % image
+        self.assertEqual(
+            self.sandbox.site('site-a').export_sha256(spec),
+            self.sandbox.site('site-b').export_sha256(
+                '%s@fedex-final-%s' % (spec, mid[:8])))
         print('cutover: API to COMPLETED %.1f s; last counter at A %d, '
-              'B at %d' % (api_to_end, last_a, resumed.counter))
+              'B at %d; pause seen from outside %s s' % (
+                  api_to_end, last_a, resumed.counter,
+                  '%.3f' % pause if pause is not None else '?'))
         m = [x for x in db.list_(self.ctx, 'migration')
              if any(s['server_id'] == sid for s in x['servers'])][0]
         self.assertEqual(states.COMPLETED, m['state'])
