@@ -111,7 +111,7 @@ class TestNovaCutover(base.ManagerTestCase):
             'server', 'create', '--flavor', 'm1.mini', '--image', 'guest',
             '--nic', 'none', '--availability-zone',
             'site-a:%s' % SITE_A_HOST, '--wait', name, timeout=600)
-        self.addCleanup(self.cloud.openstack, 'server', 'delete', '--wait',
+        self.addCleanup(self.openstack, 'server', 'delete', '--wait',
                         server['id'])
         return server
 
