@@ -18,6 +18,7 @@ final state.
 """
 
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -71,7 +72,9 @@ class TestNovaCutover(base.ManagerTestCase):
         cloud_api = [e.service for e in self.cloud.extra_services()
                      if e.service.name == 'fedex-api'][0]
         cloud_api.stop()
-        self.addCleanup(cloud_api.wait_ready)
+        # Not wait_ready(): it runs as python (its db sync) before it
+        # becomes uwsgi, which Service's check by name calls an exit.
+        self.addCleanup(self._wait_port, self.cloud.port('fedex-api'))
         self.addCleanup(cloud_api.start)
         self.api = fx.FedexAPIServer(self.sandbox, self.auth_url,
                                      name='fedex-api-cutover', extra=extra)
@@ -93,6 +96,16 @@ class TestNovaCutover(base.ManagerTestCase):
             'keystone_authtoken': dict(
                 svc, www_authenticate_uri=self.auth_url,
                 auth_type='password')}
+
+    def _wait_port(self, port, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', port), 1).close()
+                return
+            except OSError:
+                time.sleep(0.5)
+        self.fail('nothing listens on port %d after %d s' % (port, timeout))
 
     def openstack(self, *args, timeout=600):
         """The real ``openstack`` client as the cloud's admin; its stdout."""
