@@ -175,9 +175,16 @@ class TestNovaCutover(base.ManagerTestCase):
         stop = threading.Event()
         poll_a = guest_reader.Poller(at_a)
         poll_b = guest_reader.Poller(self.reader('site-b', image))
+
+        def poll(poller):
+            # B's image appears with the import: poll once it is there.
+            while not stop.is_set():
+                try:
+                    return poller.poll_until(stop.is_set, 3000)
+                except Exception:
+                    time.sleep(0.5)
         for poller in (poll_a, poll_b):
-            threading.Thread(target=poller.poll_until,
-                             args=(stop.is_set, 3000), daemon=True).start()
+            threading.Thread(target=poll, args=(poller,), daemon=True).start()
         began = time.monotonic()
         out = self.migrate(sid)
         api_to_end = time.monotonic() - began
