@@ -18,6 +18,7 @@ final state.
 """
 
 import os
+import socket
 import subprocess
 import threading
 import time
@@ -40,8 +41,13 @@ def cloud(sandbox):
     """The mini-cloud, brought up once per test process."""
     global _cloud
     if _cloud is None:
-        sandbox.up(openstack=True)
-        _cloud = cloud_mod.Cloud(sandbox)
+        c = cloud_mod.Cloud(sandbox)
+        # tox's commands_pre brought it up: only a cloud that is not fully
+        # running is brought up again (a second up re-checks everything).
+        if not c.exists() or any(svc['state'] != 'running'
+                                 for svc in c.status()):
+            sandbox.up(openstack=True)
+        _cloud = c
     return _cloud
 
 
@@ -66,7 +72,9 @@ class TestNovaCutover(base.ManagerTestCase):
         cloud_api = [e.service for e in self.cloud.extra_services()
                      if e.service.name == 'fedex-api'][0]
         cloud_api.stop()
-        self.addCleanup(cloud_api.wait_ready)
+        # Not wait_ready(): it runs as python (its db sync) before it
+        # becomes uwsgi, which Service's check by name calls an exit.
+        self.addCleanup(self._wait_port, self.cloud.port('fedex-api'))
         self.addCleanup(cloud_api.start)
         self.api = fx.FedexAPIServer(self.sandbox, self.auth_url,
                                      name='fedex-api-cutover', extra=extra)
@@ -89,6 +97,16 @@ class TestNovaCutover(base.ManagerTestCase):
                 svc, www_authenticate_uri=self.auth_url,
                 auth_type='password')}
 
+    def _wait_port(self, port, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', port), 1).close()
+                return
+            except OSError:
+                time.sleep(0.5)
+        self.fail('nothing listens on port %d after %d s' % (port, timeout))
+
     def openstack(self, *args, timeout=600):
         """The real ``openstack`` client as the cloud's admin; its stdout."""
         proc = subprocess.run(
@@ -106,7 +124,7 @@ class TestNovaCutover(base.ManagerTestCase):
             'server', 'create', '--flavor', 'm1.mini', '--image', 'guest',
             '--nic', 'none', '--availability-zone',
             'site-a:%s' % SITE_A_HOST, '--wait', name, timeout=600)
-        self.addCleanup(self.cloud.openstack, 'server', 'delete', '--wait',
+        self.addCleanup(self.openstack, 'server', 'delete', '--wait',
                         server['id'])
         return server
 
@@ -156,8 +174,17 @@ class TestNovaCutover(base.ManagerTestCase):
         # migration runs: the longest silence is its pause.
         stop = threading.Event()
         poll_a = guest_reader.Poller(at_a)
-        threading.Thread(target=poll_a.poll_until, args=(stop.is_set, 3000),
-                         daemon=True).start()
+        poll_b = guest_reader.Poller(self.reader('site-b', image))
+
+        def poll(poller):
+            # B's image appears with the import: poll once it is there.
+            while not stop.is_set():
+                try:
+                    return poller.poll_until(stop.is_set, 3000)
+                except Exception:
+                    time.sleep(0.5)
+        for poller in (poll_a, poll_b):
+            threading.Thread(target=poll, args=(poller,), daemon=True).start()
         began = time.monotonic()
         out = self.migrate(sid)
         api_to_end = time.monotonic() - began
@@ -176,8 +203,23 @@ class TestNovaCutover(base.ManagerTestCase):
         self.assertGreater(resumed.counter, last_a)
         self.assertEqual(list(range(counters[0], counters[-1] + 1)),
                          counters)
+        # The pause, from outside: the last new tick seen at A to the first
+        # newer one seen at B.
+        left = poll_a.changes[-1][0]
+        arrived = [t for t, c in poll_b.changes if c > last_a]
+        pause = arrived[0] - left if arrived else None
+        # Bit-exact: A's image (its QEMU stopped) and B's final snapshot.
+        mid = [x for x in db.list_(self.ctx, 'migration')
+               if any(s['server_id'] == sid for s in x['servers'])][0]['id']
+        spec = 'vms/%s' % image
+        self.assertEqual(
+            self.sandbox.site('site-a').export_sha256(spec),
+            self.sandbox.site('site-b').export_sha256(
+                '%s@fedex-final-%s' % (spec, mid[:8])))
         print('cutover: API to COMPLETED %.1f s; last counter at A %d, '
-              'B at %d' % (api_to_end, last_a, resumed.counter))
+              'B at %d; pause seen from outside %s s' % (
+                  api_to_end, last_a, resumed.counter,
+                  '%.3f' % pause if pause is not None else '?'))
         m = [x for x in db.list_(self.ctx, 'migration')
              if any(s['server_id'] == sid for s in x['servers'])][0]
         self.assertEqual(states.COMPLETED, m['state'])
