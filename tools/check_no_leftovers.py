@@ -29,7 +29,9 @@ def main():
                 env = f.read()
         except OSError:
             env = b''
-        if root in ' '.join(cmd) or ('=' + root).encode() in env:
+        # Paths under the sandbox (HOME=<root>/services/rabbitmq...), not a
+        # shell that merely names it in FEDEX_SANDBOX_DIR.
+        if root in ' '.join(cmd) or (root + '/').encode() in env:
             left.append('pid %d: %s' % (pid, ' '.join(cmd)[:150]))
     for port in range(base, base + 1000):
         pid = processes.listening_pid(port)
