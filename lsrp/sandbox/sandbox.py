@@ -268,6 +268,17 @@ class Sandbox(object):
                 # heartbeat grace; our pid view knows at once.
                 entry['checks']['SANDBOX_DAEMON_DOWN'] = (
                     'not running: %s' % ', '.join(down))
-            entry['healthy'] = entry['health'] == 'HEALTH_OK' and not down
+            free_mib = shutil.disk_usage(self.root).free >> 20 \
+                if os.path.isdir(self.root) else None
+            low = free_mib is not None and free_mib < self.min_free_mib
+            if low:
+                # NOTE: a full disk kills the OSD (ENOSPC) and guests' I/O
+                # and migrations then hang silently: say it before.
+                entry['checks']['SANDBOX_DISK_LOW'] = (
+                    'only %d MiB free in %s (need %d); a full disk stops the '
+                    'OSD and hangs guests and migrations' % (
+                        free_mib, self.root, self.min_free_mib))
+            entry['healthy'] = (entry['health'] == 'HEALTH_OK' and not down
+                                and not low)
             report.append(entry)
         return report

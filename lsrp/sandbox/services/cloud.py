@@ -666,11 +666,18 @@ class Cloud(object):
 
     def openstack(self, *args, cloud='fedex-admin', timeout=300):
         """Run the real ``openstack`` CLI; returns its parsed JSON output."""
-        argv = [self._bin('openstack')] + list(args) + ['-f', 'json']
+        out = self.openstack_plain(*(list(args) + ['-f', 'json']),
+                                   cloud=cloud, timeout=timeout)
+        return json.loads(out) if out.strip() else None
+
+    def openstack_plain(self, *args, cloud='fedex-admin', timeout=900,
+                        check=True):
+        """Run the real ``openstack`` CLI; returns its output."""
+        argv = [self._bin('openstack')] + list(args)
         proc = subprocess.run(argv, capture_output=True, text=True,
                               timeout=timeout,
                               env=dict(os.environ, **self.client_env(cloud)))
-        if proc.returncode != 0:
+        if check and proc.returncode != 0:
             raise exception.SandboxError(reason='"openstack %s" failed: %s' % (
                 ' '.join(args), proc.stderr.strip()[-800:]))
-        return json.loads(proc.stdout) if proc.stdout.strip() else None
+        return proc.stdout

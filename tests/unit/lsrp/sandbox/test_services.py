@@ -60,3 +60,46 @@ class TestPorts(testtools.TestCase):
             self.assertTrue(200 <= offset < 1000, name)
         last = ports.migration_range(9)[1]
         self.assertLess(last, 600)
+
+
+class TestGuestRing(testtools.TestCase):
+
+    def test_ticks_are_read_in_counter_order_and_gaps_measured(self):
+        from lsrp.sandbox.services import guest
+        from lsrp.sandbox.services import guest_reader
+        ring = bytearray(guest.SLOTS * guest.SLOT)
+        for n, up in ((5, 1.00), (6, 1.02), (7, 1.50), (8, 1.52)):
+            slot = n % guest.SLOTS
+            rec = ('FEDEXTICK %d %.2f' % (n, up)).ljust(guest.SLOT - 1)
+            ring[slot * guest.SLOT:(slot + 1) * guest.SLOT] = \
+                (rec + '\n').encode()
+        ticks = guest_reader.parse_ring(bytes(ring))
+        self.assertEqual([5, 6, 7, 8], [t.counter for t in ticks])
+        self.assertAlmostEqual(
+            0.48, guest_reader.GuestReader.largest_guest_gap(ticks))
+        self.assertEqual([], guest_reader.parse_ring(bytes(4096)))
+
+
+class TestNeutronStandIn(testtools.TestCase):
+
+    def call(self, method, path):
+        import json
+        from lsrp.sandbox.services import neutron_stub
+        out = {}
+
+        def start_response(status, headers):
+            out['status'] = status
+        body = b''.join(neutron_stub.application(
+            {'REQUEST_METHOD': method, 'PATH_INFO': path}, start_response))
+        return out['status'], json.loads(body)
+
+    def test_reads_answer_empty_collections(self):
+        self.assertEqual(('200 OK', {'ports': []}),
+                         self.call('GET', '/v2.0/ports'))
+        self.assertEqual(('200 OK', {'networks': []}),
+                         self.call('GET', '/v2.0/networks.json'))
+
+    def test_writes_are_refused_loudly(self):
+        status, body = self.call('POST', '/v2.0/ports')
+        self.assertEqual('501 Not Implemented', status)
+        self.assertIn('--nic none', body['NeutronError']['message'])
