@@ -52,7 +52,10 @@ def cloud_services(cloud):
          os.path.join(cloud.venv, 'bin', 'fedex-api'), '--config-file',
          conf, '--db-sync', '--bind', '127.0.0.1:%d' % port,
          '--processes', '1', '--threads', '4'],
-        cloud.run_dir, cloud.log_dir, marker=conf, comm='uwsgi', port=port,
+        # NOTE: python (the database), then fedex-api (the schema), then
+        # uwsgi: one pid, three names; a long schema sync is not an exit.
+        cloud.run_dir, cloud.log_dir, marker=conf,
+        comm=('python', 'fedex-api', 'uwsgi'), port=port,
         kill_descendants=True)
     return [cloud_mod.ExtraService(service, catalog={
         'type': SERVICE_TYPE, 'name': 'fedex', 'url': cloud.url(PORT_NAME)})]

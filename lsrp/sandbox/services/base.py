@@ -66,7 +66,9 @@ class Service(object):
     :param name: the name users see (``mariadb``, ``nova-api``).
     :param argv: the command; argv[0] an absolute path.
     :param comm: the kernel's name of the process once running (its comm,
-        at most 15 characters), when it is not argv[0]'s base name.
+        at most 15 characters), when it is not argv[0]'s base name; or a
+        tuple of the names it goes through while it starts (a wrapper that
+        execs the service).
     :param marker: a string that our process's command line contains.
     :param ready: a callable returning True once the service answers;
         default: ``port`` accepts connections on ``host``.
@@ -81,7 +83,9 @@ class Service(object):
                  start_timeout=60, extra_pids=None, kill_descendants=False):
         self.name = name
         self.argv = argv
-        self.comm = (comm or os.path.basename(argv[0]))[:15]
+        comms = comm if isinstance(comm, tuple) else (
+            comm or os.path.basename(argv[0]),)
+        self.comms = tuple(c[:15] for c in comms)
         self.marker = marker
         self.host = host
         self.port = port
@@ -118,7 +122,7 @@ class Service(object):
             return False
         # setproctitle (nova's services) turns "nova-conductor" into
         # "nova-conductor: master process [...]", comm included.
-        if not (processes.read_comm(pid) or '\0').startswith(self.comm):
+        if not (processes.read_comm(pid) or '\0').startswith(self.comms):
             return False
         if self.marker in ' '.join(cmdline):
             return True
