@@ -31,7 +31,9 @@ def main():
             env = b''
         # Paths under the sandbox (HOME=<root>/services/rabbitmq...), not a
         # shell that merely names it in FEDEX_SANDBOX_DIR.
-        if root in ' '.join(cmd) or (root + '/').encode() in env:
+        # root + '/': another sandbox whose directory merely starts with
+        # ours (/var/tmp/fedex-ci and /var/tmp/fedex-ci-2) is not ours.
+        if (root + '/') in ' '.join(cmd) or (root + '/').encode() in env:
             left.append('pid %d: %s' % (pid, ' '.join(cmd)[:150]))
     for port in range(base, base + 1000):
         pid = processes.listening_pid(port)
