@@ -73,6 +73,26 @@ def listening_pid(port):
     return None
 
 
+def log_tail(paths, lines=12, window=16384):
+    """The last non-empty lines of each existing file, for error messages.
+
+    Only the last ``window`` bytes of each file are read.
+    """
+    out = []
+    for path in paths:
+        try:
+            with open(path, 'rb') as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - window))
+                text = f.read().decode(errors='replace').splitlines()
+        except OSError:
+            continue
+        interesting = [t for t in text if t.strip()][-lines:]
+        if interesting:
+            out.append('%s:\n    %s' % (path, '\n    '.join(interesting)))
+    return ('\n  last lines of ' + '\n  '.join(out)) if out else ''
+
+
 class Daemon(object):
     """One Ceph daemon of a sandbox site (mon.a, mgr.x, osd.0)."""
 
@@ -129,19 +149,7 @@ class Daemon(object):
 
     def log_tail(self, lines=8):
         """The last lines of the daemon's output and log, for error messages."""
-        out = []
-        for path in (self.out_file, self.log_file):
-            try:
-                with open(path, 'rb') as f:
-                    f.seek(0, os.SEEK_END)
-                    f.seek(max(0, f.tell() - 8192))
-                    text = f.read().decode(errors='replace').splitlines()
-            except OSError:
-                continue
-            interesting = [t for t in text if t.strip()][-lines:]
-            if interesting:
-                out.append('%s:\n    %s' % (path, '\n    '.join(interesting)))
-        return ('\n  last lines of ' + '\n  '.join(out)) if out else ''
+        return log_tail((self.out_file, self.log_file), lines, window=8192)
 
     def start(self):
         """Start the daemon in the foreground mode, detached from our session."""

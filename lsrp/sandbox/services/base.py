@@ -43,23 +43,6 @@ def http_answers(url, timeout=5):
         return False
 
 
-def log_tail(paths, lines=12):
-    """The last non-empty lines of each existing file, for error messages."""
-    out = []
-    for path in paths:
-        try:
-            with open(path, 'rb') as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - 16384))
-                text = f.read().decode(errors='replace').splitlines()
-        except OSError:
-            continue
-        interesting = [t for t in text if t.strip()][-lines:]
-        if interesting:
-            out.append('%s:\n    %s' % (path, '\n    '.join(interesting)))
-    return ('\n  last lines of ' + '\n  '.join(out)) if out else ''
-
-
 class Service(object):
     """One long-running process of the cloud.
 
@@ -178,7 +161,7 @@ class Service(object):
         paths = [self.out_file]
         if self.log_file != self.out_file:
             paths.append(self.log_file)
-        return log_tail(paths)
+        return processes.log_tail(paths)
 
     def failed(self, reason):
         return exception.ServiceFailed(service=self.name, reason=reason,

@@ -412,7 +412,7 @@ class Cloud(object):
                 service=service, reason='set-up "%s" failed (exit %d)' % (
                     ' '.join(os.path.basename(a) for a in argv[:4]),
                     proc.returncode),
-                log=log, tail=base.log_tail([log]))
+                log=log, tail=processes.log_tail([log]))
         return proc.stdout
 
     def _step(self, name, fn):
