@@ -1,5 +1,6 @@
 """Options of the sandbox (``fedex-sandbox``)."""
 
+import json
 import os
 
 from oslo_config import cfg
@@ -17,6 +18,22 @@ def env_base_port():
     """The base port given by the environment, or None."""
     value = os.environ.get(BASE_PORT_ENV)
     return int(value) if value else None
+
+
+# Where a sandbox directory records the base port it was made with.
+REMEMBERED = 'sandbox.json'
+
+
+def remembered_base_port(root):
+    """The environment's base port, else root's record, else the default."""
+    port = env_base_port()
+    if port is not None:
+        return port
+    try:
+        with open(os.path.join(root, REMEMBERED)) as f:
+            return json.load(f)['base_port']
+    except (FileNotFoundError, ValueError, KeyError):
+        return DEFAULT_BASE_PORT
 
 
 sandbox_opts = [

@@ -94,21 +94,11 @@ class Sandbox(object):
         for s in self.sites:
             tls.make_cert(self.pki, self.terminal(s.name)[0])
 
-    @staticmethod
-    def remembered_base_port(root):
-        """The environment's base port, else root's, else the default."""
-        port = opts_mod.env_base_port()
-        if port is not None:
-            return port
-        try:
-            with open(os.path.join(root, 'sandbox.json')) as f:
-                return json.load(f)['base_port']
-        except (FileNotFoundError, ValueError, KeyError):
-            return opts_mod.DEFAULT_BASE_PORT
+    remembered_base_port = staticmethod(opts_mod.remembered_base_port)
 
     def _remember(self):
         """Record the base port for later commands on this directory."""
-        fileutils.write_atomic(os.path.join(self.root, 'sandbox.json'),
+        fileutils.write_atomic(os.path.join(self.root, opts_mod.REMEMBERED),
                                json.dumps({'base_port': self.base_port}))
 
     def port(self, offset):

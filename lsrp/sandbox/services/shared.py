@@ -139,11 +139,10 @@ class SharedServices(object):
         ``FEDEX_SANDBOX_DIR`` and ``FEDEX_SANDBOX_BASE_PORT`` (else the port
         the directory was created with), as ``fedex-sandbox`` itself does.
         """
-        from lsrp.sandbox import sandbox as sandbox_mod
         root = root or os.environ.get(opts_mod.DIR_ENV,
                                       opts_mod.DEFAULT_DIR)
         if base_port is None:
-            base_port = sandbox_mod.Sandbox.remembered_base_port(root)
+            base_port = opts_mod.remembered_base_port(root)
         return cls(root, base_port)
 
     def port(self, name):
