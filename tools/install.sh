@@ -17,11 +17,15 @@ APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
               shellcheck bats chromium chromium-driver
               # The sandbox's shared services (lsrp/sandbox/services).
               mariadb-server rabbitmq-server zookeeper default-jre-headless)
+# QEMU and libvirt come from bookworm-backports (QEMU 10.0, libvirt 11.3):
+# Debian 12's QEMU 7.2 crashes (assertion in bdrv_inactivate_recurse) when a
+# guest that arrived paused is migrated out again, which is how a FedEx
+# cutover rolls back after the memory copy (doc/source/cutover-e2e.rst).
+BACKPORTS=(qemu-system-x86 qemu-block-extra qemu-utils
+           libvirt-daemon-system libvirt-clients
+           libvirt-daemon-driver-storage-rbd)
 if [ -n "$OPENSTACK" ]; then
-    APT_PACKAGES+=(qemu-system-x86 qemu-block-extra qemu-utils
-                   libvirt-daemon-system libvirt-clients
-                   libvirt-daemon-driver-storage-rbd python3-libvirt
-                   busybox-static util-linux)
+    APT_PACKAGES+=(python3-libvirt busybox-static util-linux)
 fi
 
 missing=()
@@ -37,6 +41,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     APT_WAIT=(-o DPkg::Lock::Timeout=900)
     apt-get "${APT_WAIT[@]}" update -qq
     apt-get "${APT_WAIT[@]}" install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ -n "$OPENSTACK" ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    APT_WAIT=(-o DPkg::Lock::Timeout=900)
+    list=/etc/apt/sources.list.d/bookworm-backports.list
+    if ! grep -qs '^deb .* bookworm-backports' /etc/apt/sources.list $list; then
+        echo "deb http://deb.debian.org/debian bookworm-backports main" > $list
+        apt-get "${APT_WAIT[@]}" update -qq
+    fi
+    if ! qemu-system-x86_64 --version 2>/dev/null | grep -q 'version 1[0-9]\.'; then
+        echo "install.sh: apt-get install -t bookworm-backports ${BACKPORTS[*]}"
+        apt-get "${APT_WAIT[@]}" update -qq
+        apt-get "${APT_WAIT[@]}" install -y -qq -t bookworm-backports \
+            "${BACKPORTS[@]}" >/dev/null
+    fi
 fi
 
 # Debian's rados/rbd modules are built for Debian's Python 3.11: the venv's
