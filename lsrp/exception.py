@@ -351,3 +351,9 @@ class VolumeInMigration(FedexException):
     message = ("volume %(volume)s is in FedEx migration %(migration)s: "
                "%(operation)s is refused until the migration ends or is "
                "aborted (openstack fedex migration show %(migration)s)")
+
+
+class SandboxPluginError(SandboxError):
+    message = ("sandbox: plugin %(name)s of entry point group %(group)s "
+               "%(reason)s; reinstall the project (./tools/install.sh) so "
+               "that its entry points are registered")

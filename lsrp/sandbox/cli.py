@@ -25,6 +25,7 @@ from oslo_log import log as logging
 from lsrp import cmdline
 from lsrp import exception
 from lsrp.sandbox import demo as demo_mod
+from lsrp.sandbox import layers as layers_mod
 from lsrp.sandbox import opts
 from lsrp.sandbox import sandbox as sandbox_mod
 from lsrp.sandbox import wan
@@ -47,10 +48,11 @@ def do_up(sb):
     for name, action in sb.up(openstack=getattr(CONF.command, 'openstack', False)).items():
         print('%s: %s' % (name, UP_RESULTS[action] if name in sites
                           else action))
-    # The shipment manager: a conductor and one terminal agent per site.
-    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
-    for name, action in manager_sandbox.SandboxManager(sb).up().items():
-        print('%s: %s' % (name, action))
+    # What runs on top (the shipment manager: a conductor and one terminal
+    # agent per site), registered by entry point.
+    for _, layer in layers_mod.layers(sb):
+        for name, action in layer.up().items():
+            print('%s: %s' % (name, action))
     return 0
 
 
@@ -70,15 +72,14 @@ def do_status(sb):
     for svc in sb.shared.status():
         print_service(svc)
         healthy &= svc['state'] == 'running'
-    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
-    manager = manager_sandbox.SandboxManager(sb)
-    if manager.configured():
-        print('manager:')
-        for svc in manager.status():
-            print_service(svc)
-            healthy &= svc['state'] == 'running'
-    else:
-        print('manager: not set up (fedex-sandbox up starts it)')
+    for name, layer in layers_mod.layers(sb):
+        if layer.configured():
+            print('%s:' % name)
+            for svc in layer.status():
+                print_service(svc)
+                healthy &= svc['state'] == 'running'
+        else:
+            print('%s: not set up (fedex-sandbox up starts it)' % name)
     cloud = sb.cloud()
     if cloud.exists():
         print('openstack: (clouds.yaml: %s)' % cloud.clouds_yaml)
@@ -121,19 +122,18 @@ def do_env(sb):
 
 
 def do_down(sb):
-    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
-    stopped = manager_sandbox.SandboxManager(sb).down()
-    print('manager: %s' % (', '.join('%s (pid %d)' % x for x in stopped)
-                           if stopped else 'nothing was running'))
-    for name, stopped in sb.down().items():
+    # Top down: what runs on the sites stops before them.
+    stopped = {name: layer.down() for name, layer in layers_mod.layers(sb)}
+    stopped.update(sb.down())
+    for name, stopped in stopped.items():
         print('%s: %s' % (name, ', '.join('%s (pid %d)' % x for x in stopped)
                           if stopped else 'nothing was running'))
     return 0
 
 
 def do_destroy(sb):
-    from lsrp.manager import sandbox as manager_sandbox  # noqa: heavy
-    manager_sandbox.SandboxManager(sb).down()
+    for _, layer in layers_mod.layers(sb):
+        layer.down()
     wan.Wan(sb.run_dir, sb.wan_number(0)).down()
     sb.destroy()
     print('removed %s' % sb.root)
@@ -164,8 +164,7 @@ def do_demo(sb):
     else:
         # Through the shipment manager: one request, the conductor and the
         # terminal agents do the steps.
-        from lsrp.manager import demo as manager_demo  # noqa: heavy
-        demo = manager_demo.ManagerDemo(
+        demo = layers_mod.demo_class('manager')(
             sb, disk_mib=args.disk_mib,
             write_rate=int(args.write_rate_mib * (1 << 20)),
             threshold_mib=args.threshold_mib)
