@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import time
 
 import fixtures
 import testtools
@@ -29,6 +30,16 @@ class TestDaemon(testtools.TestCase):
         proc = subprocess.Popen(['sleep', '30'])
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
+        # NOTE: between fork and exec the child's /proc entry shows this
+        # Python (or, on a loaded machine, an empty command line): wait
+        # until it is really 'sleep 30', so that the test checks the
+        # daemon's handling of a foreign process and not the race.
+        deadline = time.monotonic() + 30
+        while processes.read_cmdline(proc.pid) != ['sleep', '30']:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                self.fail('sleep 30 (pid %d) did not start: %r' % (
+                    proc.pid, processes.read_cmdline(proc.pid)))
+            time.sleep(0.01)
         return proc
 
     def test_start_records_pid_and_stop_ends_it(self):
