@@ -291,7 +291,8 @@ def _exporter(args, cluster):
     s = CONF.shipment
     return export_mod.Exporter(
         cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level, s.workers,
-        CONF.ceph.read_workers, _progress_for(args), s.checkpoint_mib << 20)
+        CONF.ceph.read_workers, _progress_for(args), s.checkpoint_mib << 20,
+        s.compression)
 
 
 def _send_remote(args, cluster, consolidate):

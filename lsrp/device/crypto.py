@@ -15,6 +15,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+import lz4.block
 import zstandard
 
 NONCE = 12
@@ -22,10 +23,16 @@ NONCE = 12
 # random data costs as much as the cipher and saves nothing.
 PROBE = 4096
 PROBE_RATIO = 0.97
-# A chunk record: flags (bit 0: zstd), plaintext length, nonce, then the
-# AES-GCM ciphertext with its 16-byte tag.
+# A chunk record: flags (bit 0: zstd, bit 1: LZ4 block), plaintext length,
+# nonce, then the AES-GCM ciphertext with its 16-byte tag.
 RECORD_HEADER = struct.Struct('>BI12s')
 FLAG_ZSTD = 1
+FLAG_LZ4 = 2
+# LZ4 compresses a filesystem image's chunks about twice as fast as zstd
+# level 1 and decompresses them three times as fast, for ~30 percent more
+# bytes (measured on the shipments page): at the speed of the disks the
+# export is CPU-bound, so it is the default. Both are always readable.
+COMPRESSIONS = ('lz4', 'zstd')
 TAG = 16
 # cryptography >= 45 encrypts into a given buffer.
 _IN_PLACE = hasattr(AESGCM, 'encrypt_into')
@@ -40,7 +47,7 @@ def _derive(key, shipment_id, purpose):
 class ShipmentCrypto(object):
     """Encrypts chunks and the manifest of one shipment."""
 
-    def __init__(self, key, shipment_id, zstd_level=1):
+    def __init__(self, key, shipment_id, zstd_level=1, compression='lz4'):
         self.shipment_id = shipment_id
         self._aad = shipment_id.encode()
         self._chunk = AESGCM(_derive(key, shipment_id, b'chunk'))
@@ -48,6 +55,10 @@ class ShipmentCrypto(object):
         self._digest_key = _derive(key, shipment_id, b'digest')
         self.key_check = _derive(key, shipment_id, b'key-check').hex()[:32]
         self._zstd_level = zstd_level
+        if compression not in COMPRESSIONS:
+            raise ValueError('unknown compression %r: one of %s'
+                             % (compression, ', '.join(COMPRESSIONS)))
+        self.compression = compression
         # NOTE: a zstd context per thread, kept: making one per 64 KiB chunk
         # cost about as much as compressing it at level 1. Contexts are not
         # thread-safe, hence one per thread.
@@ -75,12 +86,15 @@ class ShipmentCrypto(object):
     def seal_chunk(self, digest, data):
         """Compress (when it helps) and encrypt a chunk into a record."""
         flags, body = 0, data
-        compressor = self._compressor()
-        if (len(data) <= PROBE or len(compressor.compress(data[:PROBE]))
+        if self.compression == 'lz4':
+            flag, compress = FLAG_LZ4, _lz4
+        else:
+            flag, compress = FLAG_ZSTD, self._compressor().compress
+        if (len(data) <= PROBE or len(compress(data[:PROBE]))
                 < PROBE * PROBE_RATIO):
-            packed = compressor.compress(data)
+            packed = compress(data)
             if len(packed) < len(data):
-                flags, body = FLAG_ZSTD, packed
+                flags, body = flag, packed
         nonce = os.urandom(NONCE)
         # The digest is authenticated data: a record moved to another
         # chunk's place fails to open.
@@ -107,10 +121,17 @@ class ShipmentCrypto(object):
             body = self._chunk.decrypt(
                 nonce, memoryview(record)[RECORD_HEADER.size:],
                 self._aad + bytes.fromhex(digest))
-            if flags & FLAG_ZSTD:
-                body = self._decompressor().decompress(
-                    body, max_output_size=length)
-        except (InvalidTag, struct.error, zstandard.ZstdError, ValueError):
+            if flags & FLAG_LZ4:
+                body = lz4.block.decompress(body, uncompressed_size=length)
+            elif flags & FLAG_ZSTD:
+                # NOTE: a frame that states its size is decompressed in one
+                # call; max_output_size makes zstandard stream it (~2x
+                # slower). So the stated size is checked first.
+                if zstandard.frame_content_size(body) != length:
+                    return None
+                body = self._decompressor().decompress(body)
+        except (InvalidTag, struct.error, zstandard.ZstdError,
+                lz4.block.LZ4BlockError, ValueError):
             return None
         if len(body) != length or self.digest(body) != digest:
             return None
@@ -127,3 +148,8 @@ class ShipmentCrypto(object):
                                           self._aad)
         except (InvalidTag, ValueError):
             return None
+
+
+def _lz4(data):
+    # Raw LZ4 block: the record header holds the plaintext length.
+    return lz4.block.compress(data, store_size=False)

@@ -77,9 +77,10 @@ def load_manifest(devset, crypto):
     return chosen
 
 
-def open_crypto(devset, key_store, zstd_level=1):
+def open_crypto(devset, key_store, zstd_level=1, compression='lz4'):
     key = key_store.get(devset.shipment_id)
-    crypto = crypto_mod.ShipmentCrypto(key, devset.shipment_id, zstd_level)
+    crypto = crypto_mod.ShipmentCrypto(key, devset.shipment_id, zstd_level,
+                                       compression)
     if crypto.key_check != devset.key_check:
         raise exception.WrongKey(shipment=devset.shipment_id,
                                  store=key_store)
@@ -91,12 +92,13 @@ class Exporter(object):
 
     def __init__(self, cluster, key_store, state_dir, shard_size=4 << 20,
                  zstd_level=1, workers=2, read_workers=4, progress=None,
-                 checkpoint_bytes=256 << 20):
+                 checkpoint_bytes=256 << 20, compression='lz4'):
         self.cluster = cluster
         self.key_store = key_store
         self.state_dir = state_dir
         self.shard_size = shard_size
         self.zstd_level = zstd_level
+        self.compression = compression
         self.workers = workers
         self.read_workers = read_workers
         self.progress = progress or progress_mod.Progress('none')
@@ -133,14 +135,15 @@ class Exporter(object):
                                'fsid': self.cluster.fsid},
                        versions=[])
             record.save(rec)
-        crypto = crypto_mod.ShipmentCrypto(key, shipment_id, self.zstd_level)
+        crypto = crypto_mod.ShipmentCrypto(key, shipment_id, self.zstd_level,
+                                           self.compression)
         devset = deviceset_mod.DeviceSet.create(
             devices, shipment_id, len(devices) - parity, parity,
             crypto.key_check)
         manifest = manifest_mod.Manifest.new(
             shipment_id, rec['source'], chunk_size, devset.k, devset.m,
             [devset.labels[i]['device_id'] for i in range(devset.n)],
-            self.shard_size)
+            self.shard_size, compression=crypto.compression)
         for spec in images:
             manifest.images.append(self._describe(spec, snapshot))
         self._write_version(record, rec, devset, crypto, manifest, 1,
@@ -177,7 +180,8 @@ class Exporter(object):
                 shipment=shipment_id, missing=', '.join(
                     'device %d' % i for i in devset.missing()),
                 parity=0, total=devset.n)
-        crypto = open_crypto(devset, self.key_store, self.zstd_level)
+        crypto = open_crypto(devset, self.key_store, self.zstd_level,
+                             self.compression)
         manifest, _ = load_manifest(devset, crypto)
         version = manifest.version
         if len(rec['versions']) < len(rec['snapshots']):

@@ -31,13 +31,15 @@ class Manifest(object):
 
     @classmethod
     def new(cls, shipment_id, source, chunk_size, k, m, device_ids,
-            shard_size, code=None):
+            shard_size, code=None, compression='lz4'):
         return cls({
             'format': 'fedex-shipment', 'format_version': FORMAT_VERSION,
             'shipment_id': shipment_id, 'version': 0, 'sealed': False,
             'created_at': time.time(), 'source': source,
             'chunk_size': chunk_size, 'chunk_digest': 'blake3-keyed',
-            'image_digest': 'blake3', 'compression': 'zstd',
+            'image_digest': 'blake3',
+            # Of new chunks; each record's flags say how it is stored.
+            'compression': compression,
             'cipher': 'AES-256-GCM',
             'erasure': {'code': code or erasure.code_for(m),
                         'data_shards': k,

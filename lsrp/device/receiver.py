@@ -78,7 +78,7 @@ class DeviceSetSink(sink.Sink):
 
     def __init__(self, state_dir, key_store, shipment_id, spec, peer,
                  shard_size=4 << 20, zstd_level=1, workers=2,
-                 checkpoint_bytes=256 << 20):
+                 checkpoint_bytes=256 << 20, compression='lz4'):
         self.record = record_mod.ShipmentRecord(state_dir, shipment_id)
         self.rec = self.record.load()
         self.key_store = key_store
@@ -88,6 +88,7 @@ class DeviceSetSink(sink.Sink):
         self.index = self.rec['images'].index(spec)
         self.shard_size = shard_size
         self.zstd_level = zstd_level
+        self.compression = compression
         self.workers = workers
         self.checkpoint_bytes = checkpoint_bytes
         self.writer = None
@@ -183,7 +184,7 @@ class DeviceSetSink(sink.Sink):
         if version == 1:
             key = self.key_store.get(self.shipment_id)
             crypto = crypto_mod.ShipmentCrypto(
-                key, self.shipment_id, self.zstd_level)
+                key, self.shipment_id, self.zstd_level, self.compression)
             devset = deviceset_mod.DeviceSet.create(
                 devices, self.shipment_id, len(devices) - rec['parity'],
                 rec['parity'], crypto.key_check)
@@ -191,7 +192,7 @@ class DeviceSetSink(sink.Sink):
                 self.shipment_id, {'terminal': self.peer}, rec['chunk_size'],
                 devset.k, devset.m,
                 [devset.labels[i]['device_id'] for i in range(devset.n)],
-                self.shard_size)
+                self.shard_size, compression=crypto.compression)
             for spec in rec['images']:
                 pool, name = spec.split('/', 1)
                 info = received.get(spec, {})
@@ -202,7 +203,7 @@ class DeviceSetSink(sink.Sink):
         else:
             devset = deviceset_mod.DeviceSet.open(devices)
             crypto = export_mod.open_crypto(devset, self.key_store,
-                                            self.zstd_level)
+                                            self.zstd_level, self.compression)
             manifest, _ = export_mod.load_manifest(devset, crypto)
         previous = rec['snapshots'][-2] if version > 1 else None
         for spec, img in zip(rec['images'], manifest.images):

@@ -53,6 +53,7 @@ async def serve(conf):
             key_store=keystore.FileKeyStore(sh.key_dir),
             device_options={'shard_size': sh.shard_size,
                             'zstd_level': sh.zstd_level,
+                            'compression': sh.compression,
                             'workers': sh.workers,
                             'checkpoint_bytes': sh.checkpoint_mib << 20})
         await server.start()

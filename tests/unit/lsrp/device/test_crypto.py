@@ -19,6 +19,23 @@ class TestShipmentCrypto(testtools.TestCase):
             self.assertEqual(data, self.c.open_chunk(d, record))
         self.assertLess(len(self.c.seal_chunk(d, data)), 1000)
 
+    def test_lz4_and_zstd_records_are_both_read(self):
+        # A device set may hold both (an export resumed with the other
+        # setting): each record's flags say how it is stored.
+        data = b'the same line of a log file\n' * 2400
+        d = self.c.digest(data)
+        zstd = crypto.ShipmentCrypto(self.key, 'ship-1', compression='zstd')
+        records = {name: c.seal_chunk(d, data) for name, c in (
+            ('lz4', self.c), ('zstd', zstd))}
+        self.assertEqual(crypto.FLAG_LZ4, records['lz4'][0])
+        self.assertEqual(crypto.FLAG_ZSTD, records['zstd'][0])
+        for record in records.values():
+            self.assertLess(len(record), len(data) // 10)
+            self.assertEqual(data, self.c.open_chunk(d, record))
+            self.assertEqual(data, zstd.open_chunk(d, record))
+        self.assertRaises(ValueError, crypto.ShipmentCrypto, self.key,
+                          'ship-1', compression='gzip')
+
     def test_flipped_bit_is_refused(self):
         data = os.urandom(4096)
         d = self.c.digest(data)
