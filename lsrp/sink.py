@@ -18,12 +18,14 @@ Implementations (``IMPLEMENTATIONS``, checked by
 * ``rbd``: ``lsrp.server.sinks.RbdImageSink``, an image of this site's
   cluster (a ``GroupSink``);
 * ``devices``: ``lsrp.device.receiver.DeviceSetSink``, the device set of a
-  shipment plugged into this terminal.
+  shipment plugged into this terminal;
+* ``terminal``: ``lsrp.protocol.remote_sink.RemoteSink``, another terminal
+  over LSRP, whose lsrp-server applies each call to one of the sinks above.
 
-The remote terminal is the far end of the protocol, not a sink class: the
-senders (``lsrp.catchup.DiskSender`` for an RBD source,
-``lsrp.device.remote.send_device_set`` for a device set) speak LSRP to it,
-and its lsrp-server applies the frames to one of the sinks above.
+The senders (``lsrp.catchup.DiskSender`` for an RBD source,
+``lsrp.device.remote.send_device_set`` for a device set) speak LSRP to a
+terminal directly, with what a sink call cannot say: several streams, the
+checksum exchange in flight, compression on the wire.
 """
 
 import abc
@@ -31,6 +33,7 @@ import abc
 IMPLEMENTATIONS = {
     'rbd': 'lsrp.server.sinks.RbdImageSink',
     'devices': 'lsrp.device.receiver.DeviceSetSink',
+    'terminal': 'lsrp.protocol.remote_sink.RemoteSink',
 }
 
 

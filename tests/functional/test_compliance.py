@@ -1,12 +1,17 @@
-"""The RBD source and sink against their interfaces, on the real sandbox.
+"""The RBD and remote implementations against their interfaces, for real.
 
 The same contracts as the device-set implementations in
-``tests/unit/lsrp/test_compliance.py``; the sink's images are read back
-with ``rbd export | sha256sum``.
+``tests/unit/lsrp/test_compliance.py``; the sinks' images are read back
+with ``rbd export | sha256sum``. The remote sink talks LSRP to a real
+``lsrp-server`` process of site-b, started by the project's own command.
 """
 
+from lsrp import access
+from lsrp import exception
+from lsrp.protocol import remote_sink
 from lsrp.server import sinks
 from tests.functional import base
+from tests.functional import test_catchup
 from tests.unit.lsrp import test_compliance as contract
 
 
@@ -25,6 +30,47 @@ class TestRbdImageSink(contract.SinkContract, base.FunctionalTestCase):
             if not pool.image_exists(name):
                 name += '.importing-ship1'   # before the final round
         return self.cli_sha256('site-b', 'vms/%s@%s' % (name, snapshot))
+
+
+class TestRemoteSink(contract.SinkContract, test_catchup.CatchUpTestCase):
+    """Another terminal as the sink: its lsrp-server writes site-b's RBD."""
+
+    def make_sink(self):
+        self.image = self.name('remote')
+        spec = 'vms/' + self.image
+        for name in (self.image, self.image + '.importing-ship1'):
+            self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+        # What lsrp import leaves at the destination: site-a's terminal may
+        # send rounds of this disk of shipment ship1 to the RBD sink.
+        access.authorize(self.state_b, 'ship1', [spec], sink='rbd',
+                         peers=[self.terminal('site-a')[0]])
+        proc, port = self._serve()
+        # Stopped the way an operator stops it (SIGTERM), before the images
+        # are removed: it closes them (a killed one leaves a watch behind,
+        # and the image busy for half a minute).
+        self.addCleanup(self._stop, proc)
+        return remote_sink.RemoteSink(self.connector(port), spec, 'ship1')
+
+    @staticmethod
+    def _stop(proc):
+        proc.terminate()
+        proc.wait(60)
+
+    def read_back_sha256(self, snapshot):
+        with self.sites['site-b'].pool('vms') as pool:
+            name = self.image
+            if not pool.image_exists(name):
+                name += '.importing-ship1'   # before the final round
+        return self.cli_sha256('site-b', 'vms/%s@%s' % (name, snapshot))
+
+    def test_errors_name_the_terminal_and_the_disk(self):
+        sink = self.make_sink()
+        self.addCleanup(sink.close)
+        e = self.assertRaises(exception.ProtocolError, sink.start, 's2',
+                              'not-here', contract.SIZE)
+        self.assertIn(self.terminal('site-b')[0], str(e))
+        self.assertIn('vms/' + self.image, str(e))
+        self.assertIn('ship1', str(e))
 
 
 class TestRbdImage(contract.SourceContract, base.FunctionalTestCase):
