@@ -91,6 +91,7 @@ class CatchUp(object):
         self._last_snapshot_time = None
         self._next = None      # the number of the next new round snapshot
         self._pending = None   # a round snapshot a killed run did not send
+        self.peer = 'the destination terminal'   # named once connected
 
     def _number(self, name):
         """N of a round snapshot ``<prefix>N`` of this shipment, or None."""
@@ -123,6 +124,8 @@ class CatchUp(object):
         """
         source = await asyncio.to_thread(self._source_snapshots)
         client = await self.connect()
+        # The destination terminal, as messages name it.
+        self.peer = client.peer
         try:
             state = await client.conn.request(m.GET_SERVER_STATE, {
                 'shipment': self.shipment, 'disks': self.disks})
@@ -132,9 +135,9 @@ class CatchUp(object):
         both = [n for n in source[0] if all(n in s for s in source)]
         if self.previous not in both:
             raise exception.ShipmentError(
-                shipment=self.shipment, reason='the source has no snapshot '
-                '%s of every disk (%s) to start from' % (
-                    self.previous, ', '.join(self.disks)))
+                shipment=self.shipment, reason='the source site %s has no '
+                'snapshot %s of every disk (%s) to start from' % (
+                    self.cluster.site, self.previous, ', '.join(self.disks)))
         at_destination = set.intersection(*[set(t) for t in there])
         later = [n for n in both[both.index(self.previous) + 1:]
                  if self._number(n) is not None]
@@ -149,7 +152,8 @@ class CatchUp(object):
         self._next = max([n for n in numbers if n is not None],
                          default=0) + 1
         if self._pending or self.previous in later:
-            LOG.info('going on from %s%s', self.previous,
+            LOG.info('%s: %s to %s: going on from %s%s', self.shipment,
+                     self.cluster.site, self.peer, self.previous,
                      ', with %s first' % self._pending
                      if self._pending else '')
 
@@ -189,9 +193,10 @@ class CatchUp(object):
 
         def resuming(state):
             counts['resumes'] += 1
-            LOG.warning('round %d: connection lost (%s); resuming under new '
-                        'sessions in %.0f s', number,
-                        state.outcome.exception().error, self.retry_delay)
+            LOG.warning('%s: round %d to %s: connection lost (%s); resuming '
+                        'under new sessions in %.0f s', self.shipment, number,
+                        self.peer, state.outcome.exception().error,
+                        self.retry_delay)
         try:
             await tenacity.AsyncRetrying(
                 stop=tenacity.stop_after_attempt(self.retries + 1),

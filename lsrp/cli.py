@@ -327,8 +327,10 @@ def do_export(args):
             args.images, args.snapshot, args.devices, args.shipment_id,
             args.parity, args.chunk_size or CONF.shipment.chunk_size,
             args.create_snapshot)
-    _print(args, {'event': 'exported', 'shipment_id': shipment_id},
-           'exported: %s' % shipment_id)
+    _print(args, {'event': 'exported', 'shipment_id': shipment_id,
+                  'site': CONF.ceph.site_name},
+           'exported from %s (%s): %s' % (
+               CONF.ceph.site_name, ', '.join(args.images), shipment_id))
 
 
 def do_consolidate(args):
@@ -449,8 +451,9 @@ def do_import(args):
             readback=bool(args.verify_readback
                           or CONF.shipment.import_readback))
         images = importer.run(args.devices, args.expect_digest)
-    _print(args, {'event': 'imported', 'images': images},
-           'imported: %s' % ', '.join(images))
+    _print(args, {'event': 'imported', 'images': images,
+                  'site': CONF.ceph.site_name},
+           'imported at %s: %s' % (CONF.ceph.site_name, ', '.join(images)))
 
 
 def do_catchup(args):
@@ -480,7 +483,10 @@ def do_catchup(args):
             final = asyncio.run(engine.round(len(rounds) + 1, verify=True))
             rounds.append(final)
     print(json.dumps({'event': 'converged', 'rounds': len(rounds),
-                      'last_snapshot': rounds[-1].snapshot}))
+                      'last_snapshot': rounds[-1].snapshot,
+                      'source': CONF.ceph.site_name,
+                      'destination': '%s at %s' % (args.server_name,
+                                                   args.server_address)}))
 
 
 COMMANDS = {'export': do_export, 'consolidate': do_consolidate,

@@ -147,8 +147,9 @@ class ChunkCorrupt(VerificationFailed):
 
 
 class ImageDigestMismatch(VerificationFailed):
-    message = ("shipment %(shipment)s: image %(image)s@%(snapshot)s has "
-               "digest %(actual)s, the manifest says %(expected)s")
+    message = ("shipment %(shipment)s: image %(image)s@%(snapshot)s "
+               "%(where)s has digest %(actual)s, the manifest says "
+               "%(expected)s")
 
 
 class WrongKey(ShipmentError):

@@ -216,7 +216,8 @@ class Importer(object):
                                       digest=snap['digest'])
             pool.rename_image(staging, final)
         self._record(index, renamed=True)
-        LOG.info('%s: imported %s', self.shipment_id, target)
+        LOG.info('%s: imported %s at %s', self.shipment_id, target,
+                 self.cluster.site)
         return target
 
     def _check_journal(self, index, pool, staging, target):
@@ -386,6 +387,6 @@ class Importer(object):
         if actual != snap['digest']:
             raise exception.ImageDigestMismatch(
                 shipment=self.shipment_id,
-                image='%s/%s' % (pool.name, staging),
-                snapshot='%s (%s)' % (snap['name'], how), actual=actual,
+                image='%s/%s' % (pool.name, staging), snapshot=snap['name'],
+                where='at %s (%s)' % (self.cluster.site, how), actual=actual,
                 expected=snap['digest'])

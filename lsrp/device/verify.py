@@ -34,7 +34,8 @@ def verify(devices, key_store, expect_digest=None):
                 if actual != snap['digest']:
                     raise exception.ImageDigestMismatch(
                         shipment=manifest.shipment_id, image=spec,
-                        snapshot=snap['name'], actual=actual,
+                        snapshot=snap['name'], where='on the devices',
+                        actual=actual,
                         expected=snap['digest'])
                 images.append({'image': spec, 'snapshot': snap['name'],
                                'size': snap['size'], 'digest': actual})

@@ -111,9 +111,9 @@ class DiskSender(object):
             from_snapshot = opened.get('snapshot')
             if from_snapshot is None:
                 raise exception.ShipmentError(
-                    shipment=self.shipment, reason='the destination holds no '
-                    'snapshot of %s to go on from: send the seed first'
-                    % self.spec)
+                    shipment=self.shipment, reason='the destination terminal '
+                    '%s holds no snapshot of %s to go on from: send the seed '
+                    'first' % (self.client.peer, self.spec))
         pool_name, name = self.spec.split('/', 1)
         with self.cluster.pool(pool_name) as pool:
             with pool.open_image(name, snapshot=None if head else snapshot,
@@ -140,9 +140,9 @@ class DiskSender(object):
                 if self.resumed_at >= size:
                     return 0, 0   # applied by an earlier run
                 if self.resumed_at:
-                    LOG.info('%s: the destination has this round up to '
-                             'offset %d; going on from there', self.spec,
-                             self.resumed_at)
+                    LOG.info('%s: the destination terminal %s has this round '
+                             'up to offset %d; going on from there', self.spec,
+                             self.client.peer, self.resumed_at)
                 streams = [_Stream(self, conn, session)]
                 for client in extra:
                     await client.conn.request(m.INIT_SESSION, {
@@ -172,9 +172,10 @@ class DiskSender(object):
         except exception.RemoteError as e:
             if e.code != 'BASE_UNPROVEN':
                 raise
-        LOG.info('%s: the destination asks for the digest of %s to prove '
-                 'it holds the same; reading it whole once', self.spec,
-                 start['from_snapshot'])
+        LOG.info('%s: the destination terminal %s asks for the digest of %s '
+                 'to prove it holds the same; reading it whole once at %s',
+                 self.spec, self.client.peer, start['from_snapshot'],
+                 self.cluster.site)
 
         def digest():
             with pool.open_image(name,

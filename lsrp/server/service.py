@@ -103,9 +103,10 @@ class TerminalServer(object):
         if (not self.resume_timeout or offset is None
                 or shared.sink.durable_progress):
             return False
-        LOG.warning('%s: the source was lost mid-round; the round is kept '
-                    '%d s for a new session to resume at offset %d',
-                    shared.disk, self.resume_timeout, offset)
+        LOG.warning('%s of shipment %s: the source %s was lost mid-round; '
+                    'the round is kept %d s for a new session to resume at '
+                    'offset %d', shared.disk, shared.shipment, shared.peer,
+                    self.resume_timeout, offset)
         timer = asyncio.get_running_loop().call_later(
             self.resume_timeout, self._expire, shared)
         self.kept[shared.disk] = (shared, offset, timer)
@@ -124,11 +125,13 @@ class TerminalServer(object):
             lambda t: self._dropping.pop(shared.disk, None))
 
     async def _drop(self, shared, why):
-        LOG.warning('%s: %s; rolling it back', shared.disk, why)
+        LOG.warning('%s of shipment %s (from %s): %s; rolling it back',
+                    shared.disk, shared.shipment, shared.peer, why)
         try:
             await asyncio.to_thread(shared.sink.abort)
         except exception.FedexException as e:
-            LOG.error('%s: rollback failed: %s', shared.disk, e)
+            LOG.error('%s of shipment %s: rollback failed: %s', shared.disk,
+                      shared.shipment, e)
         finally:
             await asyncio.to_thread(shared.sink.close)
 
@@ -153,8 +156,9 @@ class TerminalServer(object):
         sink, old.sink = old.sink, None
         while old.busy:
             await asyncio.sleep(0.01)
-        LOG.warning('%s: a new session takes the round over at offset %s',
-                    old.disk, offset)
+        LOG.warning('%s of shipment %s: a new session takes the round from '
+                    '%s over at offset %s', old.disk, old.shipment, old.peer,
+                    offset)
         return sink, offset or 0
 
     async def take_kept(self, disk, shipment):

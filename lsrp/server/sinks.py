@@ -36,6 +36,9 @@ class RbdImageSink(sink.GroupSink):
         # Rounds under way, remembered for a restart after kill -9.
         self.inflight = inflight_mod.InFlight(state_dir) if state_dir else None
         self.spec = spec
+        # What messages name: the peer and the logs of a terminal with
+        # several sites' images must tell this site's copy from the source.
+        self.where = '%s at %s' % (spec, cluster.site)
         self.pool_name, self.name = spec.split('/', 1)
         self.staging = '%s.importing-%s' % (self.name, shipment)
         self._pool = cluster.pool(self.pool_name)
@@ -69,7 +72,7 @@ class RbdImageSink(sink.GroupSink):
         """The first snapshot of a new image: into the staging image."""
         if self.name_open == self.name:
             raise exception.ProtocolError(
-                code='NOT_ALLOWED', reason='%s exists already' % self.spec)
+                code='NOT_ALLOWED', reason='%s exists already' % self.where)
         if self._image is None:
             self._pool.create_image(self.staging, size)
             self._image = self._pool.open_image(self.staging)
@@ -102,14 +105,14 @@ class RbdImageSink(sink.GroupSink):
                     code='BAD_STATE', reason='%s already has a snapshot %s, '
                     'and nothing here says it is a copy of the source\'s %s:'
                     ' remove it at the destination (rbd snap rm %s@%s) and '
-                    'run again' % (self.spec, snapshot, snapshot,
+                    'run again' % (self.where, snapshot, snapshot,
                                    self.spec, snapshot))
             # A staging image's unverified snapshot (a terminal killed
             # before its digest was checked): taken again below.
             self._image.remove_snapshot(snapshot)
         wanted = (from_snapshot, snapshot, size)
         if resume and self.started and self.round == wanted:
-            LOG.info('%s: round %s -> %s resumes at offset %d', self.spec,
+            LOG.info('%s: round %s -> %s resumes at offset %d', self.where,
                      from_snapshot, snapshot, resume)
             return resume
         self.round, self.prepared = wanted, None
@@ -121,7 +124,7 @@ class RbdImageSink(sink.GroupSink):
                 from_snapshot):
             raise exception.ProtocolError(
                 code='BAD_STATE', reason='%s has no snapshot %s to start '
-                'from: import the seed first' % (self.spec, from_snapshot))
+                'from: import the seed first' % (self.where, from_snapshot))
         self._prove(from_snapshot, proof)
         if self.inflight is not None:
             # Before the first write: a restart after kill -9 rolls back.
@@ -130,7 +133,7 @@ class RbdImageSink(sink.GroupSink):
             # A round that failed here, or a write to the replica: either
             # way the head is not N-1 any more.
             LOG.warning('%s: head differs from %s; rolling back before the '
-                        'round', self.spec, from_snapshot)
+                        'round', self.where, from_snapshot)
             self._rollback(from_snapshot)
         if self._image.size() != size:
             self._image.resize(size)
@@ -155,22 +158,22 @@ class RbdImageSink(sink.GroupSink):
             digest = base_id[len(_DIGEST):]
         if not digest:
             raise exception.ProtocolError(
-                code='BASE_UNPROVEN', reason='%s@%s: no record here ties it '
-                'to the source\'s %s; send its digest' % (self.spec, base,
-                                                          base))
+                code='BASE_UNPROVEN', reason='%s, snapshot %s: no record '
+                'here ties it to the source\'s %s; send its digest'
+                % (self.where, base, base))
         ours = record and record.get('digest')
         if not ours:
-            LOG.info('%s@%s: no digest recorded; reading it whole to prove '
-                     'it equals the source\'s', self.spec, base)
+            LOG.info('%s, snapshot %s: no digest recorded; reading it whole '
+                     'to prove it equals the source\'s', self.where, base)
             with self._pool.open_image(self.name_open, snapshot=base) as snap:
                 ours = snap.digest('blake3')
         if ours != digest:
             raise exception.ProtocolError(
-                code='BASE_DIFFERS', reason='%s@%s differs from the source\'s'
-                ' %s (digest %s here, %s there): it is not the snapshot the '
-                'source has. Nothing was written. Remove it at the '
-                'destination (rbd snap rm %s@%s), or start from an older '
-                'snapshot both sites hold' % (self.spec, base, base, ours,
+                code='BASE_DIFFERS', reason='%s, snapshot %s differs from the'
+                ' source\'s %s (digest %s here, %s there): it is not the '
+                'snapshot the source has. Nothing was written. Remove it at '
+                'the destination (rbd snap rm %s@%s), or start from an older '
+                'snapshot both sites hold' % (self.where, base, base, ours,
                                               digest, self.spec, base))
         snaprecord.record(self._image, base, source=None if (
             base_id or '').startswith(_DIGEST) else base_id, digest=ours)
@@ -218,7 +221,7 @@ class RbdImageSink(sink.GroupSink):
         if final and self.name_open == self.staging and not digest:
             raise exception.ProtocolError(
                 code='BAD_STATE', reason='%s: a final round needs the image '
-                'digest' % self.spec)
+                'digest' % self.where)
         self._image.flush()
         self._image.create_snapshot(snapshot)
         if digest:
@@ -239,9 +242,9 @@ class RbdImageSink(sink.GroupSink):
                     done = '%s removed' % self.staging
                 self._end()
                 raise exception.ProtocolError(
-                    code='DIGEST_MISMATCH', reason='%s@%s has digest %s, the '
-                    'source says %s; %s' % (self.spec, snapshot, actual,
-                                            digest, done))
+                    code='DIGEST_MISMATCH', reason='%s, snapshot %s has '
+                    'digest %s, the source says %s; %s' % (
+                        self.where, snapshot, actual, digest, done))
         self._record(snapshot, digest)
         self._end()
         if final and self.name_open == self.staging:
@@ -259,7 +262,7 @@ class RbdImageSink(sink.GroupSink):
         if not self.started or self.round[1] != snapshot or not self.base:
             raise exception.ProtocolError(
                 code='BAD_STATE', reason='%s: no round to %s under way that '
-                'a group could commit' % (self.spec, snapshot))
+                'a group could commit' % (self.where, snapshot))
         self._image.flush()
         if digest:
             actual = self._image.digest('blake3')
@@ -269,7 +272,7 @@ class RbdImageSink(sink.GroupSink):
                 raise exception.ProtocolError(
                     code='DIGEST_MISMATCH', reason='%s has digest %s after '
                     'the round to %s, the source says %s; rolled back to %s'
-                    % (self.spec, actual, snapshot, digest, self.base))
+                    % (self.where, actual, snapshot, digest, self.base))
         self.prepared = snapshot
         self.prepared_digest = digest
 
@@ -289,7 +292,7 @@ class RbdImageSink(sink.GroupSink):
         """The round did not complete: back to N-1."""
         if self.started and self.base:
             LOG.warning('%s: round from %s did not complete; rolling back',
-                        self.spec, self.base)
+                        self.where, self.base)
             self._rollback(self.base)
         self._end()
 

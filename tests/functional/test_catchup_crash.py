@@ -229,7 +229,9 @@ class TestProofOfTheBase(CrashTestCase):
         lines = err.strip().splitlines()
         self.assertEqual(1, len(lines), err)
         self.assertIn('verification failed', lines[0])
-        self.assertIn('%s@%s differs from the source' % (spec, r1), lines[0])
+        # The destination's copy, named with its site, is the one at fault.
+        self.assertIn('%s at site-b, snapshot %s differs from the source'
+                      % (spec, r1), lines[0])
         # Nothing written at the destination, no new round there.
         self.assertEqual(other, self.cli_sha256('site-b', spec))
         self.assertEqual(['seed', r1], self.snaps('site-b', spec))

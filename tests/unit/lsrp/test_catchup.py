@@ -91,3 +91,47 @@ class TestRateLimiter(testtools.TestCase):
         # without a limit, 100 MiB take no time at all.
         self.assertGreater(slow, 0.3)
         self.assertLess(unlimited, 0.1)
+
+
+class FakeClient(object):
+    """A terminal that answers every request with the same body."""
+
+    peer = 'terminal-b at 192.0.2.7:28301'
+
+    def __init__(self, answer):
+        self.conn = self
+        self.answer = answer
+
+    async def request(self, type_, body, session=0):
+        return self.answer
+
+    async def close(self):
+        pass
+
+
+class FakeCluster(object):
+    site = 'site-a'
+
+
+class TestMessagesNameTheSite(testtools.TestCase):
+    """Errors say which site's snapshot and which terminal are at fault."""
+
+    def test_missing_base_names_the_source_site(self):
+        async def connect():
+            return FakeClient({'state': 'ready', 'disks': ['vms/d'],
+                               'snapshots': [['seed']]})
+        engine = catchup.CatchUp(FakeCluster(), connect, 'ship', ['vms/d'],
+                                 'seed')
+        engine._source_snapshots = lambda: [['other']]
+        e = self.assertRaises(exception.ShipmentError, asyncio.run,
+                              engine.plan())
+        self.assertIn('the source site site-a has no snapshot seed', str(e))
+        self.assertIn('vms/d', str(e))
+
+    def test_no_snapshot_at_destination_names_the_terminal(self):
+        client = FakeClient({'session': 1, 'size': 0})
+        sender = catchup.DiskSender(client, FakeCluster(), 'vms/d', 'ship')
+        e = self.assertRaises(exception.ShipmentError, asyncio.run,
+                              sender.send(catchup.AT_DESTINATION, 'r1'))
+        self.assertIn('destination terminal terminal-b at 192.0.2.7:28301 '
+                      'holds no snapshot of vms/d', str(e))
