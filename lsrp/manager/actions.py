@@ -511,10 +511,15 @@ def device_register(ctx, serial, terminal, capacity_bytes=0, slot=None,
     try:
         dev = db.get(ctx, 'device', serial)
     except exception.NotFound:
-        return db.create(ctx, 'device', dict(
-            serial=serial, state=states.D_BLANK, terminal_id=term['id'],
-            capacity_bytes=capacity_bytes, slot=slot, path=path),
-            event_message='registered at %s' % term['name'])
+        try:
+            return db.create(ctx, 'device', dict(
+                serial=serial, state=states.D_BLANK, terminal_id=term['id'],
+                capacity_bytes=capacity_bytes, slot=slot, path=path),
+                event_message='registered at %s' % term['name'])
+        except exception.Conflict:
+            # Two heartbeats of one terminal handled at once (a conductor
+            # serves casts on several threads): the other one made it.
+            dev = db.get(ctx, 'device', serial)
     # Plugged in again (at the destination, after delivery): where it is.
     return db.update(ctx, 'device', dev['id'], dict(
         terminal_id=term['id'], slot=slot, path=path))

@@ -784,4 +784,12 @@ class CleanUpAbort(Abort):
         _erase_shipments(self, ctx, m, generation, 'migration aborted')
         _remove_snapshots(self, ctx, m, generation, m['source_terminal_id'],
                           _specs(m))
+        if db.list_(ctx, 'operation', {'migration_id': m['id'],
+                                       'kind': 'import'}):
+            # The destination's copies are ours (preflight refuses an
+            # image that exists there): an abort leaves nothing behind.
+            self.op(ctx, m, generation, m['dest_terminal_id'],
+                    'remove_images', '%s.remove_images' % m['id'],
+                    {'images': [v['dest_image'] for v in m['volumes']],
+                     'prefix': 'fedex-%s-' % short(m['id'])})
         m = step(ctx, m, 'aborted', values={'finished_at': db.now()})

@@ -284,9 +284,38 @@ def remove_snapshots(terminal, params, progress):
     return {'removed': removed}
 
 
+def remove_images(terminal, params, progress):
+    """Remove the images a migration made at this site (an abort).
+
+    Only an image whose every snapshot is ours (named with ``prefix``) and
+    that has at least one: an image without our snapshots is not ours.
+    """
+    cluster = terminal.cluster()
+    removed = []
+    for spec in params['images']:
+        pool, name = spec.split('/', 1)
+        with cluster.pool(pool) as p:
+            if not p.image_exists(name):
+                continue
+            with p.open_image(name) as img:
+                snaps = [x for x in img.list_snapshots()
+                         if x.namespace == 'user']
+                if not snaps or not all(x.name.startswith(params['prefix'])
+                                        for x in snaps):
+                    continue
+                for snap in reversed(snaps):
+                    if snap.protected:
+                        img.unprotect_snapshot(snap.name)
+                    img.remove_snapshot(snap.name)
+            p.remove_image(name)
+            removed.append(spec)
+    return {'removed': removed}
+
+
 OPERATIONS = {
     'snapshot': snapshot, 'export': export, 'consolidate': consolidate,
     'seal': seal, 'verify': verify, 'import': import_,
     'catchup_round': catchup_round, 'final_delta': final_delta,
     'erase': erase, 'remove_snapshots': remove_snapshots,
+    'remove_images': remove_images,
 }

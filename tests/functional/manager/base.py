@@ -6,19 +6,23 @@ Each test class gets its own database, messaging exchange and ZooKeeper
 path; the sandbox's shared services are started by the sandbox's own code.
 """
 
+import json
 import os
 import threading
 import uuid
 
 from oslo_config import cfg
 
+from lsrp import exception
 from lsrp.manager import actions
 from lsrp.manager import conductor
 from lsrp.manager import context
 from lsrp.manager.db import api as db
 from lsrp.manager import deploy
 from lsrp.manager import jobs
+from lsrp.manager import keys
 from lsrp.manager import opts
+from lsrp.manager import rpc
 from lsrp.manager import states
 from lsrp.sandbox import demo
 from tests.functional import base
@@ -93,7 +97,7 @@ class ManagerTestCase(base.FunctionalTestCase):
         self.addCleanup(stop)
         return specs, writer
 
-    def migrate(self, specs, **options):
+    def migrate(self, specs, server=None, **options):
         # Retention 1 day: the test compares the sites at the final
         # snapshot, then cleans up (migration_cleanup).
         opts_ = {'cutover': 'approved', 'retention_days': 1,
@@ -101,7 +105,7 @@ class ManagerTestCase(base.FunctionalTestCase):
                  'keep_warm_seconds': 3600}
         opts_.update(options)
         return actions.migration_create(
-            self.ctx, [{'server_id': 'vm-%s' % self.id_,
+            self.ctx, [{'server_id': server or 'vm-%s' % self.id_,
                         'volumes': specs}], 'site-a', 'site-b',
             options=opts_)
 
@@ -162,6 +166,48 @@ class ManagerTestCase(base.FunctionalTestCase):
             self.assertEqual(src, dst, '%s@%s differs' % (
                 v['source_image'], snap))
         return m
+
+    def agent_attempts(self, m, kind):
+        """{op id: how many times the terminal really started it}."""
+        out = {}
+        for op in db.list_(self.ctx, 'operation',
+                           {'migration_id': m['id'], 'kind': kind}):
+            term = db.get(self.ctx, 'terminal', op['terminal'])
+            out[op['id']] = rpc.TerminalAPI(term['rpc_topic']).status(
+                op['id'])['attempts']
+        return out
+
+    def courier_plan(self, shipment, plan):
+        """What the simulated courier does with a shipment (before dispatch)."""
+        path = os.path.join(self.dep.work, 'courier',
+                            shipment['name'] + '.json')
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + '.tmp', 'w') as f:
+            json.dump(plan, f)
+        os.replace(path + '.tmp', path)
+
+    def wait_shipment(self, m, state=None, exclude=(), timeout=180):
+        """The migration's shipment (not one of ``exclude``), in ``state``."""
+        def check():
+            for s in actions.shipment_list(self.ctx):
+                if s['name'].startswith('fedex-%s-' % m['id'].split('-')[0])\
+                        and s['id'] not in exclude and \
+                        (state is None or s['state'] == state):
+                    return s
+        return self.dep.wait(check, timeout, 'a shipment of %s%s' % (
+            m['id'], ' in %s' % state if state else ''))
+
+    def key_destroyed(self, s):
+        self.assertRaises(exception.KeyManagerError, keys.get_store().get,
+                          s['key_ref'])
+
+    def assert_no_snapshots_of_ours(self, specs, site='site-a'):
+        with self.sites[site].pool('vms') as pool:
+            for spec in specs:
+                with pool.open_image(spec.split('/')[1]) as img:
+                    self.assertEqual([], [x.name for x in
+                                          img.list_snapshots()
+                                          if x.name.startswith('fedex-')])
 
     def logs(self):
         return '\n'.join('--- %s\n%s' % (p.name, p.tail(15))

@@ -200,11 +200,33 @@ class TestPhases(FlowTestCase):
         s = actions.shipment_list(self.ctx)[0]
         self.assertEqual('ERASED', s['state'])
         self.assertIn('remove_snapshots', self.kinds())
+        # Nothing was imported: nothing to remove at the destination.
+        self.assertNotIn('remove_images', self.kinds())
         self.assertEqual({'BLANK'}, {d['state'] for d in
                                      actions.device_list(self.ctx)})
         from lsrp.manager import keys
         self.assertRaises(exception.KeyManagerError,
                           keys.get_store().get, s['key_ref'])
+
+    def test_abort_after_import_removes_destination_copies(self):
+        self.m = actions.migration_create(
+            self.ctx, [{'server_id': 'vm1', 'volumes': ['vms/d2']}],
+            'site-a', 'site-b', options={'cutover': 'approved'})
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        self.plug_in_at_destination()
+        self.run_phase('receive')
+        m = self.run_phase('catchup')
+        self.assertEqual(states.READY_FOR_CUTOVER, m['state'])
+        actions.migration_abort(self.ctx, m['id'], 'changed my mind')
+        m = self.run_phase('abort')
+        self.assertEqual(states.ABORTED, m['state'])
+        removed = [c for c in self.terminals.calls
+                   if c[1] == 'remove_images']
+        self.assertEqual(1, len(removed))
+        self.assertIn('term-b', removed[0][0])
 
     def test_tampered_seal(self):
         self.run_phase('prepare')

@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Benchmarks of the shipment manager on the sandbox (run by hand).
+
+    python tests/benchmarks/manager_bench.py overhead [--size-mib 1024]
+    python tests/benchmarks/manager_bench.py many [--count 50]
+        [--size-mib 8]
+
+``overhead``: one image (random data, ``--size-mib``) migrated through
+fedex-conductor and the terminal agents over RabbitMQ (snapshot, export to
+3 devices, seal, the simulated courier with a timetable of zeros, custody
+check, import, catch-up round, final delta), then the same steps run
+directly with ``lsrp`` (export, seal, verify, import, catchup, catchup
+--verify) on the same image in the same run. Prints both times and their
+ratio (target <= 1.10).
+
+``many``: ``--count`` migrations of small images created at once, with two
+conductors and two terminals per site: all must complete, none lost, no
+operation run twice by a terminal; prints the time and the peak RSS of
+each service.
+
+The load average is printed at the start and the end: on a shared machine
+take the ratio, not the absolute times. Needs ``fedex-sandbox up`` (Ceph,
+MariaDB, RabbitMQ, ZooKeeper); uses ports +960..+999 of the sandbox.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from oslo_config import cfg
+
+from lsrp.manager import actions
+from lsrp.manager import conductor
+from lsrp.manager import context
+from lsrp.manager.db import api as db
+from lsrp.manager import deploy
+from lsrp.manager import jobs
+from lsrp.manager import opts
+from lsrp.manager import rpc
+from lsrp.manager import states
+from lsrp.rbd import Cluster
+from lsrp.sandbox import opts as sandbox_opts
+from lsrp.sandbox import sandbox as sandbox_mod
+from lsrp import tls
+
+MiB = 1 << 20
+BIN = os.path.dirname(sys.executable)
+CONF = cfg.CONF
+
+
+def load():
+    return '%.1f %.1f %.1f' % os.getloadavg()
+
+
+def rss_mib(pid):
+    """Peak resident memory (VmHWM) of a live process, MiB."""
+    try:
+        with open('/proc/%d/status' % pid) as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+class Bench(object):
+
+    def __init__(self, args):
+        self.args = args
+        self.sb = sandbox_mod.Sandbox(os.environ.get(
+            sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR))
+        self.tag = 'mb-%s' % uuid.uuid4().hex[:6]
+        self.work = tempfile.mkdtemp(prefix='manager-bench-',
+                                     dir=os.path.join(self.sb.root))
+        endpoints = deploy.shared_endpoints(self.sb.root)
+        self.dep = deploy.Deployment(
+            self.sb, endpoints, self.tag, self.work,
+            {'site-a': self.sb.port(960), 'site-b': self.sb.port(961)},
+            database='mysql', timetable={'hand_over': 0, 'depart': 0,
+                                         'deliver': 0})
+        self.images = []
+        self.peaks = {}
+
+    # --- set-up ----------------------------------------------------------------
+
+    def start(self, conductors, terminals_per_site, devices):
+        conf = self.dep.db_sync()
+        opts.register_opts(CONF)
+        CONF(['--config-file', conf], project='fedex-bench')
+        db.configure(self.dep.db_url)
+        _, self.board = conductor.install_poster(CONF)
+        self.ctx = context.RequestContext(user_id='bench',
+                                          project_id='bench')
+        for site in ('site-a', 'site-b'):
+            s = self.sb.site(site)
+            actions.site_register(self.ctx, site, ceph_conf=s.conf,
+                                  ceph_keyring=s.keyring)
+        for i in range(conductors):
+            self.dep.start_conductor('conductor-%d' % (i + 1))
+        for site in ('site-a', 'site-b'):
+            self.dep.make_slots(site, 0)
+            self.dep.start_agent(site)
+            for n in range(2, terminals_per_site + 1):
+                self.extra_agent(site, n)
+        self.dep.make_slots('site-a', devices)
+        for n in range(2, terminals_per_site + 1):
+            self.extra_slots('site-a', n, devices)
+        want = 2 * terminals_per_site
+        self.dep.wait(lambda: len([
+            t for t in actions.terminal_list(self.ctx)
+            if t['health'] == 'UP']) == want and len(actions.device_list(
+                self.ctx, {'state': 'BLANK'})) >= devices *
+            terminals_per_site, 120, 'terminals and devices')
+        threading.Thread(target=self.watch_rss, daemon=True).start()
+
+    def extra_agent(self, site, n):
+        """Another terminal at a site: its own name, certificate, port."""
+        name = 'terminal-%s-%d' % (site, n)
+        if not os.path.exists(os.path.join(self.sb.pki, name + '.pem')):
+            tls.make_cert(self.sb.pki, name)
+        sections = self.dep.agent_conf(site)
+        port = self.sb.port(962 + 2 * (n - 2) + (site == 'site-b'))
+        slots = os.path.join(self.work, 'slots-%s-%d' % (site, n))
+        os.makedirs(slots, exist_ok=True)
+        sections['agent'].update(name=name, slots_dir=slots,
+                                 lsrp_address='127.0.0.1:%d' % port)
+        sections['server'].update(
+            name=name, port=port,
+            tls_cert=os.path.join(self.sb.pki, name + '.pem'),
+            tls_key=os.path.join(self.sb.pki, name + '.key'))
+        sections['shipment'].update(
+            state_dir=os.path.join(self.work, 'state-%s-%d' % (site, n)),
+            key_dir=os.path.join(self.work, 'lsrp-keys-%s-%d' % (site, n)))
+        conf = self.dep.write_conf('agent-%s-%d.conf' % (site, n), sections)
+        self.dep.processes[name] = deploy.Process(
+            name, [os.path.join(BIN, 'lsrp-agent'), '--config-file', conf],
+            os.path.join(self.work, 'agent-%s-%d.log' % (site, n))).start()
+
+    def extra_slots(self, site, n, count):
+        slots = os.path.join(self.work, 'slots-%s-%d' % (site, n))
+        for _ in range(count):
+            os.makedirs(os.path.join(slots, 'usb-%s-%d-%s' % (
+                site, n, uuid.uuid4().hex[:8])))
+
+    def watch_rss(self):
+        while True:
+            for name, proc in list(self.dep.processes.items()):
+                if proc.alive():
+                    self.peaks[name] = max(self.peaks.get(name, 0),
+                                           rss_mib(proc.pid))
+            time.sleep(1)
+
+    def make_image(self, size, fill=1.0):
+        name = '%s-%d' % (self.tag, len(self.images))
+        with Cluster(self.sb.site('site-a').conf,
+                     self.sb.site('site-a').keyring) as c, \
+                c.pool('vms') as pool:
+            pool.create_image(name, size)
+            self.images.append(name)
+            with pool.open_image(name) as img:
+                for off in range(0, int(size * fill), 4 * MiB):
+                    img.write(off, os.urandom(min(4 * MiB, size - off)))
+        return 'vms/' + name
+
+    def migrate(self, spec, server):
+        return actions.migration_create(
+            self.ctx, [{'server_id': server, 'volumes': [spec]}], 'site-a',
+            'site-b', options={'cutover': 'automatic', 'retention_days': 0,
+                               'threshold_bytes': 64 * MiB,
+                               'max_rounds': 2})
+
+    def state(self, m):
+        return db.get(self.ctx, 'migration', m['id'])['state']
+
+    def cleanup(self):
+        self.dep.stop()
+        self.board.close()
+        jobs.set_poster(None)
+        self.dep.drop_database()
+        for site in ('site-a', 'site-b'):
+            s = self.sb.site(site)
+            with Cluster(s.conf, s.keyring) as c, c.pool('vms') as pool:
+                for name in self.images + [n + '-direct'
+                                           for n in self.images]:
+                    if not pool.image_exists(name):
+                        continue
+                    with pool.open_image(name) as img:
+                        for snap in reversed(img.list_snapshots()):
+                            if snap.namespace == 'user':
+                                if snap.protected:
+                                    img.unprotect_snapshot(snap.name)
+                                img.remove_snapshot(snap.name)
+                    pool.remove_image(name)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    # --- overhead ----------------------------------------------------------------
+
+    def lsrp(self, site, *args):
+        s = self.sb.site(site)
+        side = site[-1]
+        cmd = [os.path.join(BIN, 'lsrp'),
+               '--shipment-state_dir', os.path.join(self.work, 'direct',
+                                                    'state-' + side),
+               '--shipment-key_dir', os.path.join(self.work, 'direct',
+                                                  'keys')]
+        cmd += list(args)
+        cmd += ['--ceph-conf', s.conf, '--keyring', s.keyring,
+                '--site', site]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit('failed: %s\n%s' % (' '.join(cmd), out.stderr[-2000:]))
+        return out.stdout
+
+    def direct(self, spec):
+        """The same steps with lsrp; the destination is a server of ours."""
+        # A copy of the same data: the manager's run made vms/<name> at B.
+        name = spec.split('/')[1]
+        ship = name + '-direct'
+        a = self.sb.site('site-a')
+        subprocess.run(['rbd', '-c', a.conf, '--keyring', a.keyring,
+                        '--no-progress', 'cp', spec, 'vms/' + ship],
+                       check=True, capture_output=True)
+        spec = 'vms/' + ship
+        devs = []
+        for i in range(3):
+            devs += ['--device', os.path.join(self.work, 'direct',
+                                              'd%d' % i)]
+        a_name, ca, a_cert, a_key = self.sb.terminal('site-a')
+        b_name, _, b_cert, b_key = self.sb.terminal('site-b')
+        port = self.sb.port(970)
+        server = subprocess.Popen(
+            [os.path.join(BIN, 'lsrp-server'),
+             '--shipment-state_dir', os.path.join(self.work, 'direct',
+                                                  'state-b'),
+             '--shipment-key_dir', os.path.join(self.work, 'direct', 'keys'),
+             '--name', b_name, '--server-host', '127.0.0.1',
+             '--server-port', str(port), '--tls-ca', ca,
+             '--tls-cert', b_cert, '--tls-key', b_key,
+             '--ceph-conf', self.sb.site('site-b').conf, '--keyring',
+             self.sb.site('site-b').keyring, '--site', 'site-b'],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            begin = time.monotonic()
+            self.lsrp('site-a', 'export', spec, '--snapshot', 'seed',
+                      '--create-snapshot', '--shipment-id', ship,
+                      '--progress', 'none', *devs)
+            digest = self.lsrp('site-a', 'seal', '--shipment-id',
+                               ship).split()[-1]
+            self.lsrp('site-b', 'verify', '--expect-digest', digest, *devs)
+            self.lsrp('site-b', 'import', '--expect-digest', digest,
+                      '--pool-map', 'vms=vms', '--progress', 'none', *devs)
+            for extra in ([], ['--verify']):
+                self.lsrp('site-a', 'catchup', '--shipment-id', ship,
+                          '--base', 'seed', '--server', '127.0.0.1:%d' %
+                          port, '--server-name', b_name, '--name', a_name,
+                          '--tls-ca', ca, '--tls-cert', a_cert,
+                          '--tls-key', a_key, '--max-rounds', '1', spec,
+                          *extra)
+            return time.monotonic() - begin
+        finally:
+            server.terminate()
+            server.wait()
+
+    def overhead(self):
+        self.start(1, 1, 3)
+        spec = self.make_image(self.args.size_mib * MiB)
+        begin = time.monotonic()
+        m = self.migrate(spec, 'bench-vm')
+        self.dep.wait(lambda: self.state(m) in (
+            states.COMPLETED, states.CLEANED, states.FAILED), 3600,
+            'the migration')
+        managed = time.monotonic() - begin
+        if self.state(m) == states.FAILED:
+            sys.exit('FAILED: %s' % db.get(self.ctx, 'migration',
+                                           m['id'])['last_error'])
+        print('manager: %.1f s from request to COMPLETED (%d MiB)' % (
+            managed, self.args.size_mib))
+        direct = self.direct(spec)
+        print('direct : %.1f s (lsrp export, seal, verify, import, '
+              'catchup, catchup --verify)' % direct)
+        print('ratio manager/direct: %.2f (target <= 1.10)'
+              % (managed / direct))
+
+    # --- many ------------------------------------------------------------------
+
+    def many(self):
+        count = self.args.count
+        # Each migration takes 2 devices (parity 0) from its terminal.
+        self.start(2, 2, count)
+        specs = [self.make_image(self.args.size_mib * MiB, 0.5)
+                 for _ in range(count)]
+        begin = time.monotonic()
+        migrations = []
+        threads = []
+        for i, spec in enumerate(specs):
+            def create(spec=spec, i=i):
+                migrations.append(actions.migration_create(
+                    self.ctx, [{'server_id': 'bench-vm-%d' % i,
+                                'volumes': [spec]}], 'site-a', 'site-b',
+                    options={'cutover': 'automatic', 'retention_days': 0,
+                             'threshold_bytes': 64 * MiB, 'max_rounds': 2,
+                             'parity': 0}))
+            threads.append(threading.Thread(target=create))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if len(migrations) != count:
+            sys.exit('only %d of %d migrations were created'
+                     % (len(migrations), count))
+
+        def done():
+            got = [self.state(m) for m in migrations]
+            failed = [m['id'] for m, s in zip(migrations, got)
+                      if s == states.FAILED]
+            if failed:
+                sys.exit('FAILED: %s' % ', '.join(failed))
+            return all(s in (states.COMPLETED, states.CLEANED) for s in got)
+        self.dep.wait(done, 7200, 'all migrations', interval=2)
+        took = time.monotonic() - begin
+        twice = []
+        for m in migrations:
+            for op in db.list_(self.ctx, 'operation',
+                               {'migration_id': m['id']}):
+                term = db.get(self.ctx, 'terminal', op['terminal'])
+                rec = rpc.TerminalAPI(term['rpc_topic']).status(op['id'])
+                if rec.get('attempts', 1) != 1:
+                    twice.append(op['id'])
+        by_terminal = {}
+        for m in migrations:
+            m = db.get(self.ctx, 'migration', m['id'])
+            by_terminal.setdefault(m['source_terminal_id'], 0)
+            by_terminal[m['source_terminal_id']] += 1
+        print('%d migrations of %d MiB: all COMPLETED in %.1f s; operations '
+              'started twice by a terminal: %d %s' % (
+                  count, self.args.size_mib, took, len(twice), twice[:5]))
+        print('migrations per source terminal: %s' % sorted(
+            by_terminal.values()))
+        for name, peak in sorted(self.peaks.items()):
+            print('peak RSS %-22s %6.0f MiB' % (name, peak))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('mode', choices=('overhead', 'many'))
+    parser.add_argument('--size-mib', type=int, default=None)
+    parser.add_argument('--count', type=int, default=50)
+    args = parser.parse_args()
+    bench = Bench(args)
+    print('load average at start: %s' % load())
+    try:
+        if args.mode == 'overhead':
+            args.size_mib = args.size_mib or 1024
+            bench.overhead()
+        else:
+            args.size_mib = args.size_mib or 8
+            bench.many()
+    finally:
+        print('load average at end: %s' % load())
+        bench.cleanup()
+
+
+if __name__ == '__main__':
+    main()
