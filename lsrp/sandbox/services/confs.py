@@ -287,7 +287,7 @@ while kill -0 $LIBVIRTD 2>/dev/null; do wait $LIBVIRTD || true; done
 BARBICAN = """\
 [DEFAULT]
 host_href = {barbican_url}
-log_file = {log_dir}/barbican-api.log
+log_file = {log_dir}/barbican.log
 db_auto_create = true
 [database]
 connection = {db_barbican}
