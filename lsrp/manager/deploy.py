@@ -132,6 +132,10 @@ class Deployment(object):
         self.processes = {}
         os.makedirs(self.work, exist_ok=True)
         self.keys_dir = os.path.join(self.work, 'keys')
+        # castellan's sections (a key manager such as the mini-cloud's
+        # Barbican) per role: 'manager' and each site's terminal. None:
+        # the file key store in keys_dir.
+        self.key_manager = None
 
     # --- configuration -------------------------------------------------------
 
@@ -177,14 +181,18 @@ class Deployment(object):
         finally:
             conn.close()
 
-    def common(self):
-        return {
+    def common(self, role='manager'):
+        sections = {
             'DEFAULT': {'transport_url': self.endpoints['transport_url'],
                         'control_exchange': 'fedex-%s' % self.name,
                         'rpc_topic_prefix': 'fedex-%s' % self.name,
                         'debug': False},
             'shipment_keys': {'backend': 'file', 'key_dir': self.keys_dir},
         }
+        if self.key_manager:
+            sections['shipment_keys'] = {'backend': 'castellan'}
+            sections.update(self.key_manager[role])
+        return sections
 
     def manager_conf(self, conductor_name=None):
         sections = self.common()
@@ -221,7 +229,7 @@ class Deployment(object):
         name, ca, cert, key = self.sb.terminal(site)
         s = self.sb.site(site)
         port = self.lsrp_ports[site]
-        sections = self.common()
+        sections = self.common(site)
         sections.update({
             'agent': {'name': name, 'site': site,
                       'slots_dir': self.slots_dir(site),

@@ -78,22 +78,35 @@ class CastellanKeys(KeyStore):
 
     def __init__(self, conf=CONF):
         from castellan.common import exception as castellan_exc
+        from castellan.common import utils as castellan_utils
         from castellan import key_manager
         from oslo_context import context
         self._exc = castellan_exc
         self.api = key_manager.API(conf)
-        self.ctx = context.RequestContext()
+        # The manager and terminals are services, not users acting in a
+        # request: they authenticate with their own Keystone credentials
+        # (castellan's [key_manager] auth_type = keystone_password).
+        conf.register_opts(castellan_utils.credential_opts,
+                           group='key_manager')
+        if conf.key_manager.auth_type:
+            self.ctx = castellan_utils.credential_factory(conf)
+        else:
+            self.ctx = context.RequestContext()
 
     def create(self, name):
         return self.api.create_key(self.ctx, algorithm='AES', length=256,
                                    name=name)
 
     def get(self, ref):
+        if not ref or not _REF.match(ref):
+            raise exception.KeyManagerError(key=ref, reason='not a key ref')
         try:
             return bytes(self.api.get(self.ctx, ref).get_encoded())
         except self._exc.ManagedObjectNotFoundError:
             raise exception.KeyManagerError(key=ref, reason='not found '
                                             '(destroyed?)')
+        except self._exc.KeyManagerError as e:
+            raise exception.KeyManagerError(key=ref, reason=str(e))
 
     def delete(self, ref):
         try:

@@ -103,7 +103,13 @@ def main():
         cloud.openstack_plain('server', 'delete', '--wait', server['id'],
                               check=False)
         if vol:
-            time.sleep(5)
+            # A volume still detaching cannot be deleted: wait for the
+            # detach to finish (the server's deletion detaches it too).
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and cloud.openstack(
+                    'volume', 'show', vol['id'])['status'] not in (
+                    'available', 'error'):
+                time.sleep(2)
             cloud.openstack_plain('volume', 'delete', vol['id'], check=False)
         cluster.shutdown()
 

@@ -12,6 +12,7 @@ import rados
 import testtools
 
 from lsrp.sandbox import opts as sandbox_opts
+from lsrp.sandbox import processes
 from lsrp.sandbox import sandbox as sandbox_mod
 from lsrp.sandbox.services import guest_reader
 
@@ -61,3 +62,35 @@ class CloudTestCase(testtools.TestCase):
                 return last
             time.sleep(interval)
         self.fail('%s: not within %d s (last: %r)' % (what, timeout, last))
+
+    def guest_state(self, server_id):
+        """What the guest's host says about it, for a guest that stopped.
+
+        libvirt's state and its reason, QEMU's own run state, the last
+        migration job and the tail of the guest's console (its init prints a
+        line every 500 ticks; a guest blocked in I/O prints the kernel's
+        hung-task warnings after 120 s, a stopped vCPU prints nothing).
+        """
+        info = self.os('server', 'show', server_id)
+        host = [h for h in self.cloud.hosts
+                if h.name == info['OS-EXT-SRV-ATTR:host']][0]
+        name = info['OS-EXT-SRV-ATTR:instance_name']
+        out = ['guest %s (%s) on %s:' % (server_id, name, host.name)]
+        for args in (('domstate', name, '--reason'),
+                     ('qemu-monitor-command', name, '--hmp', 'info status'),
+                     ('domjobinfo', name, '--completed')):
+            out.append('virsh %s: %s' % (' '.join(args[:1] + args[2:]),
+                                         host.virsh(*args, check=False)
+                                         .strip()))
+        console = os.path.join(host.dir, 'instances', server_id,
+                               'console.log')
+        out.append(processes.log_tail([console], lines=15))
+        return '\n'.join(out)
+
+    def assert_counting(self, server_id, *readers, ticks=20, timeout=300):
+        """Every reader's counter advances; else say what the host sees."""
+        try:
+            for reader in readers:
+                reader.wait_advancing(ticks=ticks, timeout=timeout)
+        except AssertionError as e:
+            raise AssertionError('%s\n%s' % (e, self.guest_state(server_id)))

@@ -63,8 +63,7 @@ class TestGuestAtSiteA(base.CloudTestCase):
         self.assertEqual(dest, info['OS-EXT-SRV-ATTR:host'])
         self.assertEqual('ACTIVE', info['status'])
         # Still counting on the destination, on both disks.
-        root.wait_advancing(ticks=20, timeout=300)
-        volume.wait_advancing(ticks=20, timeout=300)
+        self.assert_counting(server['id'], root, volume)
 
     def _detach(self, server, volume):
         self.cloud.openstack_plain('server', 'remove', 'volume', server,

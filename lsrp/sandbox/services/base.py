@@ -172,7 +172,7 @@ class Service(object):
         if deadline is None:
             deadline = time.monotonic() + self.start_timeout
         while True:
-            if self.pid() is None:
+            if self.pid() is None and not self._still_there():
                 raise self.failed('exited while starting')
             if self.ready():
                 return
@@ -181,6 +181,21 @@ class Service(object):
                     self.start_timeout,
                     ' on %s:%d' % (self.host, self.port) if self.port else ''))
             time.sleep(0.2)
+
+    def _still_there(self):
+        """Our recorded process runs although pid() said no.
+
+        Seen twice at a first ``up`` (MariaDB, Keystone's uWSGI): pid()
+        answered None while the process ran and went on to serve, which
+        stopped ``up``. Trust /proc over the Popen bookkeeping then.
+        """
+        pid = self.recorded_pid()
+        if pid is None or not self.is_ours(pid):
+            return False
+        LOG.warning('%s: pid %d runs although its start looked failed; '
+                    'waiting for it', self.name, pid)
+        time.sleep(0.5)
+        return self.is_ours(pid)
 
     def ensure_port_free(self):
         """Raise ServiceFailed naming the holder when our port is taken."""

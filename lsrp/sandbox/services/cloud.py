@@ -15,7 +15,9 @@ another), into which this project is installed too, so that nova-compute and
 cinder-volume can load the project's drivers.
 """
 
+import base64
 import concurrent.futures
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -38,8 +40,11 @@ LOG = logging.getLogger(__name__)
 VENV_ENV = 'FEDEX_OPENSTACK_VENV'
 HOSTS_PER_SITE = 2
 DATABASES = ('keystone', 'placement', 'nova_api', 'nova', 'nova_cell0',
-             'cinder', 'glance')
-SERVICE_USERS = ('nova', 'placement', 'glance', 'cinder', 'fedex')
+             'cinder', 'glance', 'barbican')
+# fedex-site-a/-b: the sandbox's terminals, each its own identity at the
+# key manager (Barbican's log then says which terminal read a key when).
+SERVICE_USERS = ('nova', 'placement', 'glance', 'cinder', 'fedex',
+                 'barbican', 'fedex-site-a', 'fedex-site-b')
 # Entry points of this group add WSGI services to the cloud (Horizon, the
 # project's API): each is a callable(cloud) returning a list of
 # ExtraService. They start after the OpenStack APIs, and their catalog
@@ -232,6 +237,9 @@ class Cloud(object):
         return 'http://127.0.0.1:%d%s' % (self.port(name), path)
 
     def conf(self, service):
+        if service == 'barbican':
+            return os.path.join(self.barbican_home, '.barbican',
+                                'barbican.conf')
         # glance's WSGI app looks for glance-api.conf in its config dir.
         name = 'glance-api' if service == 'glance' else service
         return os.path.join(self.dir, service, name + '.conf')
@@ -239,6 +247,11 @@ class Cloud(object):
     @property
     def keystone_url(self):
         return self.url('keystone', '/v3')
+
+    @property
+    def barbican_home(self):
+        # HOME of barbican-api: oslo.config finds ~/.barbican/barbican.conf.
+        return os.path.join(self.dir, 'barbican')
 
     # --- state -------------------------------------------------------------
 
@@ -276,7 +289,9 @@ class Cloud(object):
              'ceph_conf_b': self.sandbox.site('site-b').conf,
              'secret_a': state['secrets']['site-a'],
              'secret_b': state['secrets']['site-b'],
-             'instances_path': self.instances_path}
+             'instances_path': self.instances_path,
+             'barbican_url': self.url('barbican'),
+             'barbican_kek': state['barbican_kek']}
         for db in DATABASES:
             v['db_' + db] = self.shared.database_url(db)
         for user in SERVICE_USERS:
@@ -288,6 +303,9 @@ class Cloud(object):
         # One libvirt secret per site, the same on every host.
         state.setdefault('secrets', {s.name: str(uuid.uuid4())
                                      for s in self.sandbox.sites})
+        # Barbican's simple crypto plugin: the key that encrypts the keys.
+        state.setdefault('barbican_kek', base64.urlsafe_b64encode(
+            os.urandom(32)).decode())
         self.save_state(state)
         for sub in ('run', 'log', 'instances', 'glance/staging',
                     'glance/tasks', 'nova/state', 'nova/locks',
@@ -300,11 +318,13 @@ class Cloud(object):
         write(self.conf('nova'), confs.NOVA.format(**v))
         write(self.conf('glance'), confs.GLANCE.format(**v))
         write(self.conf('cinder'), confs.CINDER.format(**v))
+        write(self.conf('barbican'), confs.BARBICAN.format(**v))
         etc = os.path.join(self.venv, 'etc')
         for src, dst in (('nova/api-paste.ini', 'nova'),
                          ('glance/glance-api-paste.ini', 'glance'),
                          ('cinder/api-paste.ini', 'cinder'),
-                         ('cinder/resource_filters.json', 'cinder')):
+                         ('cinder/resource_filters.json', 'cinder'),
+                         ('barbican/barbican-api-paste.ini', 'barbican')):
             shutil.copy(os.path.join(etc, src), os.path.join(self.dir, dst))
         # nova's WSGI app reads api-paste.ini and nova.conf from one dir.
         for h in self.hosts:
@@ -363,7 +383,31 @@ class Cloud(object):
                                      '--marker', self.dir],
                          self.run_dir, self.log_dir, marker=self.dir,
                          port=self.port('neutron')),
+            self.barbican(),
         ]
+
+    def barbican(self):
+        """barbican-api: the key manager of castellan (type key-manager)."""
+        return self._uwsgi(
+            'barbican', 'lsrp.sandbox.services.barbican_wsgi:application',
+            [('HOME', self.barbican_home),
+             ('FEDEX_BARBICAN_PASTE', os.path.join(
+                 self.dir, 'barbican', 'barbican-api-paste.ini'))])
+
+    def key_manager_conf(self, user='fedex', project='service'):
+        """castellan's sections to use this cloud's Barbican as ``user``.
+
+        Barbican is found in the Keystone catalog (type ``key-manager``).
+        """
+        return {
+            'key_manager': {
+                'backend': 'barbican', 'auth_type': 'keystone_password',
+                'auth_url': self.keystone_url, 'username': user,
+                'password': self.shared.secrets()['service'],
+                'project_name': project, 'user_domain_name': 'Default',
+                'project_domain_name': 'Default'},
+            'barbican': {'auth_endpoint': self.keystone_url,
+                         'number_of_retries': 10}}
 
     def keystone(self):
         return self._uwsgi('keystone', 'keystone.wsgi.api:application',
@@ -478,6 +522,8 @@ class Cloud(object):
              'url': self.url('cinder-api', '/v3/%(project_id)s')},
             {'type': 'network', 'name': 'neutron',
              'url': self.url('neutron')},
+            {'type': 'key-manager', 'name': 'barbican',
+             'url': self.url('barbican')},
         ]
         services += [e.catalog for e in self.extra_services() if e.catalog]
         return {'users': users, 'services': services}
@@ -535,17 +581,53 @@ class Cloud(object):
                 reason='no OpenStack virtualenv at %s; run tools/install.sh '
                        '--openstack (or set %s)' % (self.venv, VENV_ENV))
 
+    def _applied(self, name, spec, fn):
+        """Run fn unless spec was applied already (same digest in state).
+
+        A second ``up`` on a running cloud re-applies users, catalog,
+        images and flavors only when what it asks for changed.
+        """
+        digest = hashlib.sha256(json.dumps(
+            spec, sort_keys=True).encode()).hexdigest()
+        if self.load_state().get('applied', {}).get(name) == digest:
+            return False
+        begin = time.monotonic()
+        fn(spec)
+        state = self.load_state()
+        state.setdefault('applied', {})[name] = digest
+        self.save_state(state)
+        LOG.info('openstack: %s in %.1f s', name, time.monotonic() - begin)
+        return True
+
+    def _heal(self, svc, grace=60):
+        """A process of ours that is up but does not answer is restarted."""
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if svc.pid() is None or svc.ready():
+                return False
+            time.sleep(0.5)
+        LOG.warning('%s: running but not answering for %d s; restarting',
+                    svc.name, grace)
+        svc.stop()
+        return True
+
     def up(self):
-        """Bring the cloud up (idempotent); returns {name: action}."""
+        """Bring the cloud up (idempotent); returns {name: action}.
+
+        On a running, healthy cloud this only checks: every process is
+        ours and answers, every set-up step is recorded as done, and the
+        users, catalog and resources asked for are those last applied.
+        """
         self._check_venv()
         begin = time.monotonic()
         self.configure()
-        for db in DATABASES:
-            self.shared.create_database(db)
+        self.shared.sql(''.join(
+            'CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4;' % db
+            for db in DATABASES))
         result = {}
 
-        def ensure(svc, deadline=None):
-            if svc.pid() is not None:
+        def ensure(svc):
+            if svc.pid() is not None and not self._heal(svc):
                 result[svc.name] = 'running'
                 return
             svc.ensure_port_free()
@@ -570,8 +652,8 @@ class Cloud(object):
                                self.conf('cinder'), 'db', 'sync'])),
             ]
             keystone.wait_ready()
-            # Not a step: a second up re-checks users and the catalog.
-            self._setup('identity', self.identity_spec())
+            self._applied('identity', self.identity_spec(),
+                          lambda spec: self._setup('identity', spec))
             for f in futures:
                 f.result()
         started = []
@@ -585,14 +667,20 @@ class Cloud(object):
         for svc in started:
             svc.wait_ready()
         for h in self.hosts:
-            h.define_secrets()
+            # libvirt keeps secrets in the host's own /etc/libvirt: set them
+            # again only on a host that was (re)started.
+            if result[h.libvirtd().name] == 'started' or \
+                    not self._done('secrets-' + h.name):
+                h.define_secrets()
+                self._mark('secrets-' + h.name)
             svc = h.nova_compute(h.init_pid())
             ensure(svc)
         for e in self.extra_services():
             ensure(e.service)
             e.service.wait_ready()
         self._step('discover-hosts', self._wait_computes)
-        self._setup('resources', self.resources_spec())
+        self._applied('resources', self.resources_spec(),
+                      lambda spec: self._setup('resources', spec))
         LOG.info('openstack up in %.1f s', time.monotonic() - begin)
         return result
 

@@ -279,3 +279,25 @@ LIBVIRTD=$!
 trap 'kill -TERM $LIBVIRTD 2>/dev/null; wait $LIBVIRTD; exit 0' TERM
 while kill -0 $LIBVIRTD 2>/dev/null; do wait $LIBVIRTD || true; done
 """
+
+# Barbican's API reads its configuration from oslo.config's default places
+# only (its modules re-parse them on import): <home>/.barbican/barbican.conf,
+# with HOME set to <cloud>/barbican for its uWSGI. Simple crypto plugin: keys
+# encrypted under a KEK made at set-up (cloud state), in MariaDB.
+BARBICAN = """\
+[DEFAULT]
+host_href = {barbican_url}
+log_file = {log_dir}/barbican.log
+db_auto_create = true
+[database]
+connection = {db_barbican}
+[secretstore]
+enabled_secretstore_plugins = store_crypto
+[crypto]
+enabled_crypto_plugins = simple_crypto
+[simple_crypto_plugin]
+kek = {barbican_kek}
+[keystone_authtoken]
+www_authenticate_uri = {keystone_url}
+{auth_barbican}
+"""

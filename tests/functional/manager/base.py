@@ -51,6 +51,7 @@ class ManagerTestCase(base.FunctionalTestCase):
                                      database=self.database)
         self.addCleanup(self.dep.drop_database)
         self.addCleanup(self.dep.stop)
+        self.dep.key_manager = self.key_manager()
         conf = self.dep.db_sync()
         opts.register_opts(CONF)
         CONF(['--config-file', conf], project='fedex-test')
@@ -66,6 +67,10 @@ class ManagerTestCase(base.FunctionalTestCase):
             s = self.sandbox.site(site)
             actions.site_register(self.ctx, site, ceph_conf=s.conf,
                                   ceph_keyring=s.keyring)
+
+    def key_manager(self):
+        """castellan's sections per role, or None: the file key store."""
+        return None
 
     def start_terminals(self, devices=3):
         self.serials = self.dep.make_slots('site-a', devices)
