@@ -250,7 +250,8 @@ def _dry_check(ctx, r):
 
 
 def migration_list(ctx, filters=None, limit=None, marker=None,
-                   sort_key='created_at', sort_dir='desc'):
+                   sort_key='created_at', sort_dir='desc', server=None):
+    """A page of migrations; ``server``: only those moving that server."""
     filters = dict(filters or {})
     for key in filters:
         if key not in MIGRATION_FILTERS:
@@ -261,9 +262,9 @@ def migration_list(ctx, filters=None, limit=None, marker=None,
         for s in ([wanted] if isinstance(wanted, str) else wanted):
             if s not in states.MIGRATION.states:
                 _bad('state', '%r is not a migration state' % s)
-    return [_progress(m) for m in db.list_(
-        ctx, 'migration', filters, _limit(limit), marker, sort_key,
-        sort_dir)]
+    return [_progress(m) for m in db.migration_page(
+        ctx, filters, _limit(limit), marker, sort_key, sort_dir,
+        server=server)]
 
 
 def _progress(m):
@@ -297,21 +298,11 @@ def _allowed(m):
 
 
 def migration_show(ctx, migration, events_limit=20):
-    m = _progress(db.get(ctx, 'migration', migration))
-    m['events'] = db.events(ctx, {'migration_id': m['id']},
-                            limit=events_limit, sort_dir='desc')
-    shipment_ids = sorted({v['shipment_id'] for v in m['volumes']
-                           if v['shipment_id']})
-    m['shipments'] = [_shipment_summary(db.get(ctx, 'shipment', s))
-                      for s in shipment_ids]
-    m['operations'] = db.list_(ctx, 'operation', {'migration_id': m['id']},
-                               sort_key='created_at', sort_dir='asc')
-    return m
+    """A migration with its ``events_limit`` latest events (0: none).
 
-
-def _shipment_summary(s):
-    return {k: s[k] for k in ('id', 'name', 'state', 'carrier',
-                              'tracking_number')}
+    Older events are paged through /v1/events?migration=ID&marker=...
+    """
+    return _progress(db.migration_get(ctx, migration, events_limit))
 
 
 def migration_update(ctx, migration, options=None, name=None):
@@ -597,7 +588,7 @@ def events_query(ctx, migration=None, resource_id=None, kind=None,
                  since=None, limit=100, marker=None, sort_dir='asc'):
     filters = {}
     if migration:
-        filters['migration_id'] = db.get(ctx, 'migration', migration)['id']
+        filters['migration_id'] = db.migration_get(ctx, migration)['id']
     if resource_id:
         filters['resource_id'] = resource_id
     if kind:

@@ -12,6 +12,7 @@ import collections
 
 from lsrp import exception
 from lsrp.manager import actions
+from lsrp.manager import cloud_preflight
 from lsrp.manager.db import api as db
 from lsrp.manager import states
 from lsrp import rbd as lsrp_rbd
@@ -105,10 +106,13 @@ def _destination_room(site, images, sizes, reasons):
 
 
 def check(ctx, servers, source_site, dest_site, pool_map=None,
-          parity=1):
+          parity=1, cloud=None, dest_host=None):
     """The images' total size and their sizes, or PreflightFailed.
 
     PreflightFailed lists every reason the migration cannot work.
+    ``cloud``: a :class:`lsrp.manager.cloud_preflight.Cloud` to ask Nova,
+    Cinder and Placement too (servers, volumes, room at ``dest_host`` or
+    in the destination site's aggregate).
     """
     reasons = []
     pool_map = pool_map or {}
@@ -153,6 +157,11 @@ def check(ctx, servers, source_site, dest_site, pool_map=None,
                 'source site %s: blank devices hold %d bytes (after parity '
                 '%d), the images need %d' % (src['name'], usable, parity,
                                              total))
+    if cloud is not None:
+        reasons += cloud_preflight.reasons(
+            cloud, [s['server_id'] for s in servers if s.get('server_id')],
+            dest_host=dest_host,
+            dest_aggregate=(dst or {}).get('aggregate'))
     if reasons:
         raise exception.PreflightFailed(reasons)
     return total, sizes

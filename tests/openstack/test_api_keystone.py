@@ -162,7 +162,7 @@ class TestAPIWithKeystone(APITestCase):
         # Plans: members compute them, readers may not.
         plan = c(MEMBER1, 'POST', '/v1/plans', {
             'vms': [{'size': '50GB', 'count': 1000}],
-            'wan_bandwidth': '44.76Mbit/s'}, status=200).json()['plan']
+            'wan_bandwidth': '44.76Mbit/s'}, status=201).json()['plan']
         self.assertEqual(103, int(plan['wan']['total_time'] // 86400))
         c(READER1, 'POST', '/v1/plans', {'vms': [{'size': 1}],
                                          'wan_bandwidth': 1}, status=403)

@@ -167,6 +167,7 @@ PLAN_CREATE = {
     'type': 'object', 'additionalProperties': False,
     'required': ['vms', 'wan_bandwidth'],
     'properties': {
+        'name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
         'vms': {'type': 'array', 'minItems': 1, 'items': {
             'type': 'object', 'additionalProperties': False,
             'required': ['size'],

@@ -29,7 +29,7 @@ _CTX = None
 MODELS = {'site': models.Site, 'terminal': models.Terminal,
           'migration': models.Migration, 'shipment': models.Shipment,
           'device': models.Device, 'event': models.Event,
-          'operation': models.Operation}
+          'operation': models.Operation, 'plan': models.Plan}
 
 
 def register_opts(conf):
@@ -323,6 +323,136 @@ def migration_create(ctx, values, servers, volumes):
                states.REQUESTED, 'requested: %d server(s), %d image(s)'
                % (len(servers), len(volumes)), migration_id=row.id)
         return _dict(row)
+
+
+def _plain(row):
+    """A result row as a JSON-ready dict (times as ISO 8601 with Z)."""
+    d = dict(row._mapping)
+    for k, v in d.items():
+        if isinstance(v, datetime.datetime):
+            d[k] = v.isoformat() + 'Z'
+    return d
+
+
+# What a list shows of a migration: no snapshots or job internals, and its
+# images counted, not listed (a show lists them).
+_INTERNAL = ('base_snapshot', 'last_snapshot', 'job_id', 'generation')
+
+
+def _servers_of(session, migrations):
+    """Fill each migration's ``servers``: one query for all of them."""
+    by_id = {m['id']: m for m in migrations}
+    for m in migrations:
+        m['servers'] = []
+    if not by_id:
+        return
+    srv = models.MigrationServer.__table__
+    for r in session.execute(sa.select(
+            srv.c.migration_id, srv.c.server_id, srv.c.name,
+            srv.c.state).where(srv.c.migration_id.in_(list(by_id))
+                               ).order_by(srv.c.id)):
+        by_id[r[0]]['servers'].append(
+            {'server_id': r[1], 'name': r[2], 'state': r[3]})
+
+
+def migration_page(ctx, filters=None, limit=None, marker=None,
+                   sort_key='created_at', sort_dir='desc', server=None):
+    """A page of migration summaries: 2 queries, columns only.
+
+    Reading columns, never ORM objects or their graphs (a page of 100 with
+    servers, images and events as objects cost a second on a loaded
+    machine): the migrations with their images counted in one query, their
+    servers in one more. ``server``: only those moving that Nova server.
+    """
+    table = models.Migration.__table__
+    vol = models.MigrationVolume.__table__
+    filters = dict(filters or {})
+    if sort_key not in table.columns:
+        raise exception.InvalidInput(
+            field='sort_key', reason='migration has no field %r' % sort_key)
+    if sort_dir not in ('asc', 'desc'):
+        raise exception.InvalidInput(
+            field='sort_dir', reason="%r is not 'asc' or 'desc'" % sort_dir)
+    image_count = sa.select(sa.func.count(vol.c.id)).where(
+        vol.c.migration_id == table.c.id).scalar_subquery()
+    query = sa.select(*[c for c in table.columns if c.key not in _INTERNAL],
+                      image_count.label('image_count'))
+    for key, value in filters.items():
+        if key not in table.columns:
+            raise exception.InvalidInput(
+                field='filter', reason='migration has no field %r' % key)
+        column = table.columns[key]
+        query = query.where(column.in_(list(value)) if isinstance(
+            value, (list, tuple, set)) else column == value)
+    if server is not None:
+        srv = models.MigrationServer.__table__
+        query = query.where(table.c.id.in_(sa.select(
+            srv.c.migration_id).where(srv.c.server_id == server)))
+    keys = [sort_key] + (['id'] if sort_key != 'id' else [])
+    # A nullable key (name) sorts and compares as '' so that a marker
+    # without one still has rows after it.
+    cols = [sa.func.coalesce(table.c[k], '') if table.c[k].nullable
+            else table.c[k] for k in keys]
+    order = sa.desc if sort_dir == 'desc' else sa.asc
+    with reader(ctx) as session:
+        if marker is not None:
+            m = session.execute(sa.select(*cols).where(
+                table.c.id == marker)).first()
+            if m is None:
+                raise exception.InvalidInput(
+                    field='marker', reason='no migration %s' % marker)
+            # Keyset pagination: the rows strictly after the marker.
+            after = (lambda c, v: c < v) if sort_dir == 'desc' else \
+                (lambda c, v: c > v)
+            query = query.where(sa.or_(*[
+                sa.and_(*[cols[j] == m[j] for j in range(i)],
+                        after(col, m[i])) for i, col in enumerate(cols)]))
+        query = query.order_by(*[order(c) for c in cols])
+        if limit:
+            query = query.limit(int(limit))
+        out = [_plain(r) for r in session.execute(query)]
+        _servers_of(session, out)
+        return out
+
+
+def migration_get(ctx, ident, events_limit=0):
+    """One migration (by id or name) with everything a show gives.
+
+    Its servers, images, shipments (summaries), terminal operations and
+    ``events_limit`` latest events: one transaction, a query each, no ORM.
+    """
+    table = models.Migration.__table__
+    with reader(ctx) as session:
+        row = session.execute(sa.select(table).where(
+            table.c.id == ident)).first() or session.execute(
+            sa.select(table).where(table.c.name == ident)).first()
+        if row is None:
+            raise exception.NotFound(kind='migration', id=ident)
+        m = _plain(row)
+        _servers_of(session, [m])
+        vol = models.MigrationVolume.__table__
+        m['volumes'] = [_plain(r) for r in session.execute(sa.select(
+            vol).where(vol.c.migration_id == m['id']).order_by(vol.c.id))]
+        ships = sorted({v['shipment_id'] for v in m['volumes']
+                        if v['shipment_id']})
+        m['shipments'] = []
+        if ships:
+            sh = models.Shipment.__table__
+            m['shipments'] = [_plain(r) for r in session.execute(sa.select(
+                sh.c.id, sh.c.name, sh.c.state, sh.c.carrier,
+                sh.c.tracking_number).where(sh.c.id.in_(ships)).order_by(
+                sh.c.created_at, sh.c.id))]
+        op = models.Operation.__table__
+        m['operations'] = [_plain(r) for r in session.execute(sa.select(
+            op).where(op.c.migration_id == m['id']).order_by(
+            op.c.created_at, op.c.id))]
+        m['events'] = []
+        if events_limit:
+            ev = models.Event.__table__
+            m['events'] = [_plain(r) for r in session.execute(sa.select(
+                ev).where(ev.c.migration_id == m['id']).order_by(
+                ev.c.id.desc()).limit(int(events_limit)))]
+        return m
 
 
 def volumes_update(ctx, migration_id, values):

@@ -107,6 +107,12 @@ class Migration(TimestampMixin, Base):
     generation = sa.Column(sa.Integer, nullable=False, default=0)
     finished_at = sa.Column(sa.DateTime)
 
+    # Lists page by (created_at, id) or (updated_at, id), newest first.
+    __table_args__ = (
+        sa.Index('ix_migrations_created_at_id', 'created_at', 'id'),
+        sa.Index('ix_migrations_updated_at_id', 'updated_at', 'id'),
+    )
+
     servers = orm.relationship('MigrationServer', lazy='selectin',
                                cascade='all, delete-orphan')
     volumes = orm.relationship('MigrationVolume', lazy='selectin',
@@ -118,7 +124,8 @@ class MigrationServer(Base):
     id = sa.Column(sa.Integer, primary_key=True, autoincrement=True)
     migration_id = sa.Column(sa.String(36), sa.ForeignKey('migrations.id'),
                              nullable=False, index=True)
-    server_id = sa.Column(sa.String(64), nullable=False)
+    # ?server= finds its migrations by it.
+    server_id = sa.Column(sa.String(64), nullable=False, index=True)
     name = sa.Column(sa.String(255))
     state = sa.Column(sa.String(32))
 
@@ -192,6 +199,27 @@ class Operation(TimestampMixin, Base):
     result = sa.Column(sa.JSON)
     error = sa.Column(sa.Text)
     attempts = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class Plan(Base):
+    """A ship-or-WAN plan as computed: its inputs and its result."""
+    __tablename__ = 'plans'
+    id = sa.Column(sa.String(36), primary_key=True, default=_uuid)
+    name = sa.Column(sa.String(255))
+    project_id = sa.Column(sa.String(64), index=True)
+    user_id = sa.Column(sa.String(64))
+    created_at = sa.Column(sa.DateTime, default=_now, nullable=False)
+    # What a list shows without reading the result.
+    recommended = sa.Column(sa.String(16))
+    vms = sa.Column(sa.Integer, nullable=False, default=0)
+    # The request body, the parsed inputs and the planner's answer.
+    request = sa.Column(sa.JSON, nullable=False)
+    inputs = sa.Column(sa.JSON, nullable=False)
+    result = sa.Column(sa.JSON, nullable=False)
+
+    __table_args__ = (
+        sa.Index('ix_plans_created_at_id', 'created_at', 'id'),
+    )
 
 
 class Event(Base):

@@ -5,6 +5,9 @@ from oslo_policy import policy
 from lsrp.manager.policies import base
 
 PLAN_CREATE = 'fedex:plan:create'
+PLAN_LIST = 'fedex:plan:list'
+PLAN_LIST_ALL = 'fedex:plan:list:all_projects'
+PLAN_SHOW = 'fedex:plan:show'
 EVENT_LIST = 'fedex:event:list'
 EVENT_LIST_ALL = 'fedex:event:list:all_projects'
 EVENT_CREATE = 'fedex:event:create'
@@ -12,9 +15,25 @@ EVENT_CREATE = 'fedex:event:create'
 rules = [
     policy.DocumentedRuleDefault(
         name=PLAN_CREATE, check_str='rule:fedex_admin or role:member',
-        description='Compute a ship-or-WAN plan (nothing is stored or '
-                    'started).',
+        description='Compute a ship-or-WAN plan and store it in the '
+                    "caller's project (nothing is started).",
         operations=[{'method': 'POST', 'path': '/v1/plans'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=PLAN_LIST, check_str=base.RULE_PROJECT_READER,
+        description="List the plans of the caller's project.",
+        operations=[{'method': 'GET', 'path': '/v1/plans'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=PLAN_LIST_ALL, check_str=base.RULE_ADMIN,
+        description='List the plans of every project '
+                    '(?all_projects=1 or ?project=).',
+        operations=[{'method': 'GET', 'path': '/v1/plans'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=PLAN_SHOW, check_str=base.RULE_PROJECT_READER,
+        description='Show a stored plan: its inputs and its result.',
+        operations=[{'method': 'GET', 'path': '/v1/plans/{plan_id}'}],
         scope_types=['project']),
     policy.DocumentedRuleDefault(
         name=EVENT_LIST, check_str=base.RULE_PROJECT_READER_OR_SERVICE,

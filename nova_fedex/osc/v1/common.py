@@ -33,7 +33,9 @@ def migration_row(m, columns=MIGRATION_COLUMNS):
     flat = dict(m)
     flat.update({
         'servers': ','.join(s['server_id'] for s in m.get('servers', [])),
-        'images': ','.join(v['source_image'] for v in m.get('volumes', [])),
+        # A list counts a migration's images, a show lists them.
+        'images': ','.join(v['source_image'] for v in m['volumes'])
+        if 'volumes' in m else m.get('image_count'),
         'progress': _percent(m),
         'rounds': p.get('rounds', m.get('rounds')),
         'rate': p.get('rate'), 'eta_seconds': p.get('eta_seconds'),

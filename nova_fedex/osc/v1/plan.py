@@ -1,4 +1,5 @@
-"""``openstack fedex plan create``: ship or WAN, and from how many VMs."""
+"""``openstack fedex plan create|list|show``: ship or WAN, and from how
+many VMs; fedex-api keeps every plan it computed."""
 
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -44,6 +45,8 @@ class CreatePlan(command.ShowOne):
                     '[,memory=<s>][,count=<n>]',
             help='A group of identical VMs; repeat for more groups. Sizes '
                  'like 50GB or 4GiB, rates like 1MB/s or 10Mbit/s.')
+        parser.add_argument('--name', metavar='<name>',
+                            help='A name to find the stored plan by.')
         parser.add_argument('--wan-bandwidth', required=True,
                             metavar='<rate>', help='e.g. 155Mbit/s')
         parser.add_argument('--device-write-rate', metavar='<rate>')
@@ -80,28 +83,78 @@ class CreatePlan(command.ShowOne):
         return body
 
     def take_action(self, args):
-        plan = self.app.client_manager.fedex.post(
-            '/plans', self._body(args))['plan']
+        body = self._body(args)
+        if args.name:
+            body['name'] = args.name
+        plan = self.app.client_manager.fedex.post('/plans', body)['plan']
         if args.plot:
             plot(plan, args.plot)
-        wan, fx = plan['wan'], plan['fedex']
-        rows = [
-            ('recommended', plan['recommended']),
-            ('wan_total', _d(wan['total_time'])),
-            ('fedex_total', _d(fx['total_time'])),
-        ] + [('fedex_%s' % k, _d(v)) for k, v in fx['phases'].items()] + [
-            ('wan_expected_pause', _d(wan['expected_pause'])),
-            ('fedex_expected_pause', _d(fx['expected_pause'])),
-            ('devices', fx['devices']),
-            ('wan_bytes_wan_only', int(wan['wan_bytes'])),
-            ('wan_bytes_fedex', int(fx['wan_bytes'])),
-            ('cost_wan_only', round(wan['cost'], 2)),
-            ('cost_fedex', round(fx['cost'], 2)),
-            ('break_even_vms', plan['break_even_vms']),
-            ('break_even_vms_cost', plan['break_even_vms_cost']),
-        ]
+        rows = plan_rows(plan)
         if args.plot:
             rows.append(('plot', args.plot))
+        return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
+
+
+def plan_rows(plan):
+    """(field, value) of a plan as ``create`` and ``show`` print it."""
+    wan, fx = plan['wan'], plan['fedex']
+    rows = [
+        ('id', plan.get('id')),
+        ('name', plan.get('name')),
+        ('recommended', plan['recommended']),
+        ('wan_total', _d(wan['total_time'])),
+        ('fedex_total', _d(fx['total_time'])),
+    ] + [('fedex_%s' % k, _d(v)) for k, v in fx['phases'].items()] + [
+        ('wan_expected_pause', _d(wan['expected_pause'])),
+        ('fedex_expected_pause', _d(fx['expected_pause'])),
+        ('devices', fx['devices']),
+        ('wan_bytes_wan_only', int(wan['wan_bytes'])),
+        ('wan_bytes_fedex', int(fx['wan_bytes'])),
+        ('cost_wan_only', round(wan['cost'], 2)),
+        ('cost_fedex', round(fx['cost'], 2)),
+        ('break_even_vms', plan['break_even_vms']),
+        ('break_even_vms_cost', plan['break_even_vms_cost']),
+    ]
+    return rows
+
+
+class ListPlan(command.Lister):
+    """List the stored plans (of your project; --all-projects: admins)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--all-projects', action='store_true')
+        parser.add_argument('--project', metavar='<project-id>')
+        parser.add_argument('--limit', type=int, metavar='<n>')
+        return parser
+
+    def take_action(self, args):
+        items = self.app.client_manager.fedex.list_all(
+            '/plans', 'plans', limit=args.limit,
+            all_projects=1 if args.all_projects else None,
+            project=args.project)
+        columns = ('id', 'name', 'vms', 'recommended', 'wan_total_time',
+                   'fedex_total_time', 'break_even_vms', 'created_at')
+        return columns, [tuple(_d(p[c]) if c.endswith('_time') else p[c]
+                               for c in columns) for p in items]
+
+
+class ShowPlan(command.ShowOne):
+    """Show a stored plan: what it was asked and what it answered."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('plan', metavar='<plan>', help='id or name')
+        return parser
+
+    def take_action(self, args):
+        plan = self.app.client_manager.fedex.get('/plans/%s' % args.plan)[
+            'plan']
+        rows = plan_rows(plan) + [
+            ('project_id', plan.get('project_id')),
+            ('created_at', plan.get('created_at')),
+            ('request', self.app.client_manager.fedex.dumps(
+                plan.get('request')))]
         return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
 
 

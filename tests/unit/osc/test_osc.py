@@ -175,6 +175,23 @@ class TestCommands(InProcess):
         self.assertRaises(exceptions.CommandError, plan_cmd.parse_vm,
                           'colour=red')
 
+    def test_plan_list_and_show(self):
+        cols, row = run(plan_cmd.CreatePlan, self.app_, [
+            '--name', 'dc-move', '--vm', 'size=50GB,count=1000',
+            '--wan-bandwidth', '44.76Mbit/s', '--transit-time', '12h'])
+        made = dict(zip(cols, row))
+        cols, rows = run(plan_cmd.ListPlan, self.app_, [])
+        listed = [dict(zip(cols, r)) for r in rows]
+        self.assertEqual([(made['id'], 'dc-move', 1000, 'fedex')],
+                         [(p['id'], p['name'], p['vms'], p['recommended'])
+                          for p in listed])
+        self.assertTrue(listed[0]['wan_total_time'].endswith(' d'))
+        cols, row = run(plan_cmd.ShowPlan, self.app_, ['dc-move'])
+        shown = dict(zip(cols, row))
+        self.assertEqual(made['wan_total'], shown['wan_total'])
+        self.assertEqual(made['id'], shown['id'])
+        self.assertIn('44.76Mbit/s', shown['request'])
+
 
 class TestNovaLookups(InProcess):
     """Images, source and destination sites found through Nova."""

@@ -1,26 +1,43 @@
 """/v1/migrations: create (after a preflight), list, show, update, delete,
 and the actions abort, retry, cutover, reship."""
 
+import urllib.parse
+
+from oslo_config import cfg
+
 from lsrp.manager import actions
+from lsrp.manager.api import errors
 from lsrp.manager.api import handlers
 from lsrp.manager.api import schemas
 from lsrp.manager.api import util
-from lsrp.manager.db import api as db
-from lsrp.manager.db import models
+from lsrp.manager import cloud_preflight
 from lsrp.manager.policies import migration as rules
 from lsrp.manager import policy
 from lsrp.manager import preflight
 
+CONF = cfg.CONF
+# Events in a migration's show; older ones through /v1/events.
+EVENTS_LIMIT = 20
 SORT_KEYS = ('created_at', 'updated_at', 'name', 'state', 'id')
 # Nova's RBD image of a server's root disk (images_type = rbd).
 NOVA_DISK = 'vms/%s_disk'
 
 
-def _get_authorized(ctx, migration_id, rule):
-    m = actions.migration_show(ctx, migration_id)
+def _get_authorized(ctx, migration_id, rule, events_limit=0):
+    m = actions.migration_show(ctx, migration_id, events_limit=events_limit)
     policy.authorize(ctx, rule, {'project_id': m['project_id'],
                                  'user_id': m['user_id']})
     return m
+
+
+_CLOUD = []
+
+
+def _cloud():
+    """Nova, Cinder and Placement of ``[nova]`` (one per process), or None."""
+    if not _CLOUD:
+        _CLOUD.append(cloud_preflight.Cloud.from_conf(CONF))
+    return _CLOUD[0]
 
 
 def _servers(body):
@@ -43,7 +60,8 @@ def create(req):
     options = body.get('options') or {}
     _total, sizes = preflight.check(
         ctx, servers, body['source_site'], body['dest_site'],
-        pool_map=body.get('pool_map'), parity=options.get('parity', 1))
+        pool_map=body.get('pool_map'), parity=options.get('parity', 1),
+        cloud=_cloud(), dest_host=body.get('dest_host'))
     # Sizes read from the source cluster go with the images.
     for s in servers:
         s['volumes'] = [
@@ -61,14 +79,6 @@ def create(req):
     return util.json_response(
         201, {'migration': actions.migration_show(ctx, m['id'])},
         location='%s/%s' % (req.path_url, m['id']))
-
-
-def _server_filter(ctx, server):
-    """Ids of the migrations that move ``server``."""
-    with db.reader(ctx) as session:
-        rows = session.query(models.MigrationServer.migration_id).filter(
-            models.MigrationServer.server_id == server).all()
-    return [r[0] for r in rows]
 
 
 def list_(req):
@@ -91,26 +101,31 @@ def list_(req):
         filters['state'] = state.split(',') if ',' in state else state
     if util.query(req, 'name'):
         filters['name'] = util.query(req, 'name')
-    server = util.query(req, 'server')
-    if server:
-        ids = _server_filter(ctx, server)
-        if not ids:
-            return util.list_response(req, 'migrations', [], paging)
-        filters['id'] = ids
-    items = actions.migration_list(ctx, filters, **paging) if \
-        'id' not in filters else _list_ids(ctx, filters, paging)
+    items = actions.migration_list(ctx, filters, server=util.query(
+        req, 'server'), **paging)
     return util.list_response(req, 'migrations', items, paging)
 
 
-def _list_ids(ctx, filters, paging):
-    ids = filters.pop('id')
-    return [m for m in actions.migration_list(ctx, filters, **dict(
-        paging, limit=None)) if m['id'] in ids][:paging['limit']]
-
-
 def show(req):
+    """The migration and its latest events (?events_limit=, 20 by default).
+
+    ``events_links`` points at the next (older) page of its events in
+    /v1/events when there may be more.
+    """
     ctx = handlers.context(req)
-    m = _get_authorized(ctx, req.urlvars['migration_id'], rules.SHOW)
+    util.check_query(req, ('events_limit',))
+    limit = util.query(req, 'events_limit', kind=int, default=EVENTS_LIMIT)
+    if limit < 0:
+        raise errors.HTTPError(
+            400, 'query parameter events_limit: must be >= 0')
+    limit = min(limit, CONF.api.max_limit)
+    m = _get_authorized(ctx, req.urlvars['migration_id'], rules.SHOW,
+                        events_limit=limit)
+    if limit and len(m['events']) >= limit:
+        m['events_links'] = [{'rel': 'next', 'href': '%s/events?%s' % (
+            req.application_url + '/v1', urllib.parse.urlencode((
+                ('migration', m['id']), ('sort_dir', 'desc'),
+                ('limit', limit), ('marker', m['events'][-1]['id']))))}]
     return util.json_response(200, {'migration': m})
 
 

@@ -1,11 +1,19 @@
-"""POST /v1/plans: the ship-or-WAN planner over HTTP (nothing is stored)."""
+"""/v1/plans: the ship-or-WAN planner over HTTP; each plan is kept.
+
+POST computes a plan and stores it (the request, the parsed inputs and
+the result) in the caller's project; GET lists them (newest first,
+summaries) and shows one whole.
+"""
 
 from lsrp.manager.api import handlers
 from lsrp.manager.api import schemas
 from lsrp.manager.api import util
+from lsrp.manager.db import api as db
 from lsrp.manager import planner
 from lsrp.manager.policies import planning as rules
 from lsrp.manager import policy
+
+SORT_KEYS = ('created_at', 'name', 'id')
 
 
 def build(body):
@@ -41,14 +49,68 @@ def build(body):
 
 
 def create(req):
-    policy.authorize(handlers.context(req), rules.PLAN_CREATE)
+    ctx = handlers.context(req)
+    policy.authorize(ctx, rules.PLAN_CREATE)
     body = util.extract_json(req, schemas.PLAN_CREATE)
     vms, link = build(body)
     result = planner.plan(vms, link).as_dict()
-    result['inputs'] = {'vms': [vars(v) for v in vms], 'link': vars(link)}
+    inputs = {'vms': [vars(v) for v in vms], 'link': vars(link)}
     if body.get('curve'):
         average = planner.average_vm(vms)
         result['curve'] = [{'vms': c, 'wan_seconds': w, 'fedex_seconds': f}
                            for c, w, f in planner.curve(average, link,
                                                         body['curve'])]
-    return util.json_response(200, {'plan': result})
+    row = db.create(ctx, 'plan', {
+        'name': body.get('name'), 'project_id': ctx.project_id,
+        'user_id': ctx.user_id, 'recommended': result.get('recommended'),
+        'vms': sum(v.count for v in vms), 'request': body,
+        'inputs': inputs, 'result': result})
+    return util.json_response(201, {'plan': _whole(row)},
+                              location='%s/%s' % (req.path_url, row['id']))
+
+
+def _whole(row):
+    """The plan as POST always answered (result, inputs) plus its record."""
+    out = dict(row['result'])
+    out.update({k: row[k] for k in ('id', 'name', 'project_id', 'user_id',
+                                    'created_at', 'request')})
+    out['inputs'] = row['inputs']
+    return out
+
+
+def _summary(row):
+    res = row['result'] or {}
+    return {'id': row['id'], 'name': row['name'],
+            'project_id': row['project_id'], 'created_at': row['created_at'],
+            'vms': row['vms'], 'recommended': row['recommended'],
+            'wan_total_time': (res.get('wan') or {}).get('total_time'),
+            'fedex_total_time': (res.get('fedex') or {}).get('total_time'),
+            'break_even_vms': res.get('break_even_vms')}
+
+
+def list_(req):
+    ctx = handlers.context(req)
+    util.check_query(req, util.PAGE_PARAMS + ('project', 'all_projects'))
+    paging = util.page(req, SORT_KEYS)
+    project = util.query(req, 'project')
+    filters = {}
+    if util.query(req, 'all_projects', kind=bool, default=False) or (
+            project and project != ctx.project_id):
+        policy.authorize(ctx, rules.PLAN_LIST_ALL)
+        if project:
+            filters['project_id'] = project
+    else:
+        policy.authorize(ctx, rules.PLAN_LIST,
+                         {'project_id': ctx.project_id})
+        filters['project_id'] = ctx.project_id
+    rows = db.list_(ctx, 'plan', filters, **paging)
+    return util.list_response(req, 'plans', [_summary(r) for r in rows],
+                              paging)
+
+
+def show(req):
+    ctx = handlers.context(req)
+    row = db.get(ctx, 'plan', req.urlvars['plan_id'])
+    policy.authorize(ctx, rules.PLAN_SHOW, {'project_id': row['project_id'],
+                                            'user_id': row['user_id']})
+    return util.json_response(200, {'plan': _whole(row)})

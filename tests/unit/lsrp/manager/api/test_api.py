@@ -264,6 +264,47 @@ class TestMigrations(Fixture):
         self.assertEqual(list(reversed(ids)),
                          [m['id'] for m in desc['migrations']])
 
+    def test_pagination_by_name_with_unnamed_ones(self):
+        named = {self.create(name=n, servers=['vm-' + n])['id']: n
+                 for n in ('b', 'a')}
+        unnamed = {self.create(servers=['vm%d' % i])['id'] for i in (1, 2)}
+        seen, url = [], '/v1/migrations?limit=1&sort_key=name&sort_dir=asc'
+        while url:
+            page = self.call('GET', url, status=200).json
+            seen += page['migrations']
+            links = page.get('links')
+            url = links[0]['href'].split('localhost', 1)[1] if links \
+                else None
+        self.assertEqual(4, len(seen))
+        self.assertEqual(unnamed, {m['id'] for m in seen[:2]})
+        self.assertEqual(['a', 'b'], [named[m['id']] for m in seen[2:]])
+        # A list counts images; a show lists them.
+        self.assertEqual(1, seen[0]['image_count'])
+        self.assertNotIn('volumes', seen[0])
+        self.assertEqual(['server_id', 'name', 'state'],
+                         list(seen[0]['servers'][0]))
+
+    def test_show_pages_its_events(self):
+        m = self.create()
+        for i in range(5):
+            db.add_event(None, 'migration', m['id'], 'progress',
+                         'round %d' % i, migration_id=m['id'])
+        path = '/v1/migrations/%s' % m['id']
+        got = self.call('GET', path + '?events_limit=2',
+                        status=200).json['migration']
+        self.assertEqual(['round 4', 'round 3'],
+                         [e['message'] for e in got['events']])
+        older = self.call('GET', got['events_links'][0]['href'].split(
+            'localhost', 1)[1], status=200).json['events']
+        self.assertEqual(['round 2', 'round 1'],
+                         [e['message'] for e in older])
+        got = self.call('GET', path + '?events_limit=0',
+                        status=200).json['migration']
+        self.assertEqual([], got['events'])
+        self.assertNotIn('events_links', got)
+        resp = self.call('GET', path + '?events_limit=-1', status=400)
+        self.assertIn('events_limit', self.errors(resp)[0])
+
 
 class TestLogistics(Fixture):
 
@@ -382,10 +423,52 @@ class TestEventsAndPlans(Fixture):
         plan = self.call('POST', '/v1/plans', {
             'vms': [{'size': '50GB', 'count': 1000}],
             'wan_bandwidth': '44.76Mbit/s', 'transit_time': '12h'},
-            roles=MEMBER, status=200).json['plan']
+            roles=MEMBER, status=201).json['plan']
         self.assertEqual(103, int(plan['wan']['total_time'] / 86400))
         self.assertEqual('fedex', plan['recommended'])
         self.assertIn('ship', plan['fedex']['phases'])
+
+    def test_plans_are_stored_per_project(self):
+        body = {'name': 'dc-move', 'vms': [{'size': '50GB', 'count': 1000}],
+                'wan_bandwidth': '44.76Mbit/s', 'transit_time': '12h'}
+        resp = self.call('POST', '/v1/plans', body, roles=MEMBER,
+                         status=201)
+        made = resp.json['plan']
+        self.assertTrue(resp.location.endswith('/v1/plans/' + made['id']))
+        theirs = self.call('POST', '/v1/plans', dict(body, name='other'),
+                           roles=MEMBER, project='p2',
+                           status=201).json['plan']
+        shown = self.call('GET', '/v1/plans/' + made['id'], roles=READER,
+                          status=200).json['plan']
+        self.assertEqual(made['wan'], shown['wan'])
+        self.assertEqual(made['fedex'], shown['fedex'])
+        self.assertEqual(body, shown['request'])
+        self.assertEqual(1000, shown['inputs']['vms'][0]['count'])
+        self.assertEqual('p1', shown['project_id'])
+        listed = self.call('GET', '/v1/plans', roles=READER,
+                           status=200).json['plans']
+        self.assertEqual([made['id']], [p['id'] for p in listed])
+        self.assertEqual(('dc-move', 1000, 'fedex', 103),
+                         (listed[0]['name'], listed[0]['vms'],
+                          listed[0]['recommended'],
+                          int(listed[0]['wan_total_time'] / 86400)))
+        # Another project's plan: not shown, not listed, unless admin.
+        resp = self.call('GET', '/v1/plans/' + theirs['id'], roles=READER,
+                         status=403)
+        self.assertIn('fedex:plan:show', self.errors(resp)[0])
+        self.call('GET', '/v1/plans?all_projects=1', roles=READER,
+                  status=403)
+        every = self.call('GET', '/v1/plans?all_projects=1', roles=ADMIN,
+                          status=200).json['plans']
+        self.assertEqual({made['id'], theirs['id']},
+                         {p['id'] for p in every})
+        self.call('GET', '/v1/plans/nope', roles=READER, status=404)
+        # A refused plan is not stored.
+        self.call('POST', '/v1/plans', {
+            'vms': [{'size': '10GB', 'write_rate': '200Mbit/s'}],
+            'wan_bandwidth': '100Mbit/s'}, roles=MEMBER, status=409)
+        self.assertEqual(1, len(self.call('GET', '/v1/plans', roles=READER,
+                                          status=200).json['plans']))
 
     def test_plan_refusals(self):
         resp = self.call('POST', '/v1/plans', {
@@ -416,9 +499,13 @@ class TestEveryRouteIsGuarded(Fixture):
         self.terminals()
         self.devices()
         m = self.create()
+        plan = self.call('POST', '/v1/plans', {
+            'vms': [{'size': 1}], 'wan_bandwidth': 1}, roles=MEMBER,
+            status=201).json['plan']
         ids = {'migration_id': m['id'], 'shipment_id': 'x',
                'device_id': 'SN-0', 'terminal_id': 'term-a',
-               'site_id': 'site-a', 'server_id': 'vm1'}
+               'site_id': 'site-a', 'server_id': 'vm1',
+               'plan_id': plan['id']}
         bodies = {'/v1/migrations/{migration_id}/action': {'abort': {}}}
         checked = 0
         for path, methods in app_mod.ROUTES.items():
@@ -431,4 +518,4 @@ class TestEveryRouteIsGuarded(Fixture):
                 self.assertEqual(403, resp.status_int,
                                  '%s %s: %s' % (method, url, resp.text))
                 checked += 1
-        self.assertEqual(25, checked)    # every route but / and /v1
+        self.assertEqual(27, checked)    # every route but / and /v1
