@@ -351,3 +351,9 @@ class VolumeInMigration(FedexException):
     message = ("volume %(volume)s is in FedEx migration %(migration)s: "
                "%(operation)s is refused until the migration ends or is "
                "aborted (openstack fedex migration show %(migration)s)")
+
+
+class NovaRefused(ManagerError):
+    """Nova answered os-migrateLive with a refusal (4xx): nothing started."""
+    message = ("Nova refused the live migration of server %(server)s to "
+               "%(host)s: %(reason)s")
