@@ -727,6 +727,9 @@ def reconcile_nova_cutover(ctx, m):
     from lsrp.manager import actions
     from lsrp.manager import nova
 
+    m = db.get(ctx, 'migration', m['id'])
+    if m['state'] != states.CUTTING_OVER:
+        return 'ended'          # nova_fedex's report came first
     began = cutover_began(ctx, m)
     events = [e for e in db.events(ctx, {'migration_id': m['id'],
                                          'kind': 'cutover'})
