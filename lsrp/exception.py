@@ -358,3 +358,9 @@ class SandboxPluginError(SandboxError):
     message = ("sandbox: plugin %(name)s of entry point group %(group)s "
                "%(reason)s; reinstall the project (./tools/install.sh) so "
                "that its entry points are registered")
+
+
+class NovaRefused(ManagerError):
+    """Nova answered os-migrateLive with a refusal (4xx): nothing started."""
+    message = ("Nova refused the live migration of server %(server)s to "
+               "%(host)s: %(reason)s")

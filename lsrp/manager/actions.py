@@ -29,6 +29,7 @@ IMAGE_SPEC = re.compile(r'^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$')
 MIGRATION_FILTERS = ('state', 'project_id', 'source_site_id', 'dest_site_id',
                      'name')
 HEARTBEAT_TIMEOUT = 60
+APPROVED = 'cutover approved'
 
 
 def _bad(field, reason):
@@ -366,7 +367,7 @@ def migration_approve_cutover(ctx, migration):
             target=states.CUTTING_OVER,
             reason='the cutover can no longer be approved')
     m = db.update(ctx, 'migration', m['id'], {'cutover_approved': True})
-    db.add_event(ctx, 'migration', m['id'], 'config', 'cutover approved',
+    db.add_event(ctx, 'migration', m['id'], 'config', APPROVED,
                  migration_id=m['id'])
     return _progress(m)
 
@@ -380,6 +381,13 @@ def cutover_ready(ctx, migration):
     if m['options'].get('cutover') == 'approved' and \
             not m['cutover_approved']:
         reasons.append('the cutover is not approved')
+    rollbacks = cutover_rollbacks(ctx, m)
+    if rollbacks >= CONF.conductor.cutover_max_attempts:
+        reasons.append(
+            'the cutover rolled back %d times since it was last approved '
+            '([conductor] cutover_max_attempts = %d): approve it again '
+            '(openstack fedex migration cutover %s)' % (
+                rollbacks, CONF.conductor.cutover_max_attempts, m['id']))
     if not options_mod.in_cutover_window(m['options']):
         reasons.append('outside the cutover window %s-%s UTC' % (
             m['options']['cutover_window']['start'],
@@ -387,6 +395,17 @@ def cutover_ready(ctx, migration):
     return {'ready': not reasons, 'reasons': reasons, 'state': m['state'],
             'last_round_bytes': m['last_round_bytes'],
             'downtime_budget': m['options'].get('downtime_budget')}
+
+
+def cutover_rollbacks(ctx, m):
+    """Rollbacks of the cutover since the operator last approved it."""
+    count = 0
+    for e in db.events(ctx, {'migration_id': m['id']}):
+        if e['kind'] == 'config' and e['message'] == APPROVED:
+            count = 0
+        elif e['to_state'] == states.ROLLED_BACK:
+            count += 1
+    return count
 
 
 def migration_cutover_start(ctx, migration):
@@ -434,6 +453,15 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
     m = db.transition(ctx, 'migration', migration, 'rollback',
                       values={'last_error': reason},
                       message='cutover rolled back: %s' % reason)
+    rollbacks = cutover_rollbacks(ctx, m)
+    if rollbacks >= CONF.conductor.cutover_max_attempts:
+        db.add_event(
+            ctx, 'migration', m['id'], 'cutover',
+            'no more automatic cutovers: %d rollbacks since the last '
+            'approval ([conductor] cutover_max_attempts); catch-up goes on '
+            'and the cutover waits for the operator\'s approval (openstack '
+            'fedex migration cutover %s)' % (rollbacks, m['id']),
+            migration_id=m['id'])
     m = db.transition(ctx, 'migration', m['id'], 'catch_up')
     jobs.post(ctx, m['id'], 'catchup')
     return _progress(m)

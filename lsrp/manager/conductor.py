@@ -45,6 +45,7 @@ from lsrp.manager import context as context_mod
 from lsrp.manager import couriers
 from lsrp.manager.db import api as db
 from lsrp.manager.flows import phases
+from lsrp.manager.flows import tasks
 from lsrp.manager import jobs
 from lsrp.manager import opts
 from lsrp.manager import rpc
@@ -269,6 +270,9 @@ class Sweeper(object):
             elif m['state'] == states.CUTTING_OVER and \
                     CONF.conductor.compute_driver == 'none':
                 jobs.post(ctx, m['id'], 'cutover')
+            elif m['state'] == states.CUTTING_OVER and \
+                    CONF.conductor.compute_driver == 'nova':
+                self._nova(ctx, m)
             elif m['state'] == states.COMPLETED:
                 days = m['options'].get('retention_days', 0)
                 done = db.utcfromiso(m['finished_at']) or now
@@ -287,6 +291,18 @@ class Sweeper(object):
         elif age.total_seconds() >= m['options'].get('keep_warm_seconds',
                                                      600):
             jobs.post(ctx, m['id'], 'keep_warm')
+
+    def _nova(self, ctx, m):
+        # nova_fedex's report of the end may be lost, and Nova may fail
+        # before nova_fedex runs: Nova's own records say what happened.
+        try:
+            did = tasks.reconcile_nova_cutover(ctx, m)
+        except Exception as e:
+            LOG.warning('migration %s: cannot read the cutover back from '
+                        'Nova: %s', m['id'], e)
+            return
+        LOG.info('migration %s: cutover read back from Nova: %s', m['id'],
+                 did)
 
     def _couriers(self, ctx):
         for s in db.list_(ctx, 'shipment', {'state': [

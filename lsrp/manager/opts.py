@@ -50,6 +50,12 @@ conductor_opts = [
     cfg.IntOpt('op_timeout', default=120, min=5,
                help='Seconds without progress from a terminal after which '
                     'the operation is asked for again (it is idempotent).'),
+    cfg.IntOpt('cutover_max_attempts', default=3, min=1,
+               help='Cutovers started without a new approval: after this '
+                    'many rollbacks since the last approval, the migration '
+                    'keeps catching up and waits for the operator to '
+                    'approve the cutover again (openstack fedex migration '
+                    'cutover).'),
 ]
 
 

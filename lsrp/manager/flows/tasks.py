@@ -655,34 +655,126 @@ class FinalDelta(Cutover):
 
 
 NOVA_REQUESTED = 'nova live migration requested'
+NOVA_UNCLEAR = 'nova gave no clear answer'
+
+
+def cutover_began(ctx, m):
+    """When this cutover began (the newest move to CUTTING_OVER), ISO."""
+    began = [e['created_at'] for e in db.events(ctx, {'migration_id': m['id']})
+             if e['to_state'] == states.CUTTING_OVER]
+    return max(began) if began else m['updated_at']
+
+
+def _nova_requests(ctx, m):
+    """This cutover's requests to Nova: [(server_id, request_id, at)]."""
+    began = cutover_began(ctx, m)
+    return [(e['details'].get('server_id'), e['details'].get('request_id'),
+             e['created_at'])
+            for e in db.events(ctx, {'migration_id': m['id'],
+                                     'kind': 'cutover'})
+            if e['message'].startswith((NOVA_REQUESTED, NOVA_UNCLEAR)) and
+            e['created_at'] >= began and e['details']]
 
 
 def start_nova_cutover(ctx, m):
     """Nova's live migration of each server, once per cutover.
 
     nova_fedex applies the final delta inside the pause and reports the
-    end (fedex-api's cutover-events); a refusal here rolls back at once.
+    end (fedex-api's cutover-events). Nova's refusal in its pre-checks
+    rolls back at once, naming Nova's reason; an unclear answer (timeout,
+    5xx) is recorded, and the sweeper reads Nova's records back
+    (:func:`reconcile_nova_cutover`).
     """
     from lsrp.manager import actions
     from lsrp.manager import nova
 
-    asked = [e for e in db.events(ctx, {'migration_id': m['id'],
-                                        'kind': 'cutover'})
-             if e['message'].startswith(NOVA_REQUESTED) and
-             e['created_at'] >= m['updated_at']]
-    if asked:
+    if _nova_requests(ctx, m):
         return
     for s in m['servers']:
         try:
-            nova.live_migrate(s['server_id'], m['dest_host'])
-        except Exception as e:
+            request_id = nova.live_migrate(s['server_id'], m['dest_host'])
+        except exception.NovaRefused as e:
             actions.migration_cutover_finish(ctx, m['id'], success=False,
                                              reason=str(e))
             return
+        except Exception as e:
+            db.add_event(ctx, 'migration', m['id'], 'cutover',
+                         '%s to the live migration of server %s (%s): '
+                         'reading its records back' % (
+                             NOVA_UNCLEAR, s['server_id'], e),
+                         migration_id=m['id'],
+                         details={'server_id': s['server_id']})
+            continue
         db.add_event(ctx, 'migration', m['id'], 'cutover',
                      '%s: server %s to %s' % (NOVA_REQUESTED, s['server_id'],
                                               m['dest_host']),
+                     migration_id=m['id'],
+                     details={'server_id': s['server_id'],
+                              'request_id': request_id})
+
+
+def reconcile_nova_cutover(ctx, m):
+    """A CUTTING_OVER migration nobody ended: read Nova's records back.
+
+    nova_fedex reports the end of the cutover; when that report is lost
+    (or Nova failed before nova_fedex ran), Nova's migration record and
+    the server say it: every live migration failed and the servers are
+    back at the source -> ROLLED_BACK with Nova's reason; all completed
+    at the destination host -> COMPLETED. Still running: nothing yet. A
+    guest that nova_fedex reported stranded is left to the operator.
+    Returns what it did (for the log and the tests).
+    """
+    from lsrp.manager import actions
+    from lsrp.manager import nova
+
+    m = db.get(ctx, 'migration', m['id'])
+    if m['state'] != states.CUTTING_OVER:
+        return 'ended'          # nova_fedex's report came first
+    began = cutover_began(ctx, m)
+    events = [e for e in db.events(ctx, {'migration_id': m['id'],
+                                         'kind': 'cutover'})
+              if e['created_at'] >= began]
+    if any(e['message'].startswith('nova: stranded') for e in events):
+        return 'stranded'
+    requests = _nova_requests(ctx, m)
+    if not requests:
+        # The cutover job ended without asking Nova: ask again.
+        jobs.post(ctx, m['id'], 'cutover')
+        return 'reposted'
+    outcomes = {}
+    for server_id, request_id, at in requests:
+        outcomes[server_id] = nova.live_migration_outcome(
+            server_id, request_id, since=at)
+    if any(o['ended'] is None or o['task_state'] is not None
+           for o in outcomes.values()):
+        return 'running'
+    if all(o['ended'] == 'completed' and o['host'] == m['dest_host']
+           for o in outcomes.values()):
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     'Nova completed the live migration to %s (read back; '
+                     'no report from nova_fedex)' % m['dest_host'],
                      migration_id=m['id'])
+        actions.migration_cutover_finish(ctx, m['id'], success=True)
+        return 'completed'
+    if all(o['ended'] == 'failed' for o in outcomes.values()):
+        reason = '; '.join(
+            'Nova %s the live migration of server %s (status %s, server %s '
+            'on %s)%s' % ('did not start' if o['status'] is None else
+                          'failed', sid, o['status'], o['server_status'],
+                          o['host'],
+                          ': %s' % o['reason'] if o['reason'] else '')
+            for sid, o in sorted(outcomes.items()))
+        actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                         reason=reason)
+        return 'rolled_back'
+    # Some servers moved, some did not: an operator decides.
+    text = 'servers split between the sites after the cutover: %s' % (
+        ', '.join('%s %s on %s' % (sid, o['ended'], o['host'])
+                  for sid, o in sorted(outcomes.items())))
+    if not any(e['message'] == text for e in events):
+        db.add_event(ctx, 'migration', m['id'], 'cutover', text,
+                     migration_id=m['id'])
+    return 'split'
 
 
 # --- cleanup and abort -----------------------------------------------------------
