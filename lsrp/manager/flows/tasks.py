@@ -20,6 +20,7 @@ import oslo_messaging as messaging
 from taskflow import task
 
 from lsrp import exception
+from lsrp.manager import cinder
 from lsrp.manager import context as context_mod
 from lsrp.manager import couriers
 from lsrp.manager import custody
@@ -242,6 +243,8 @@ class Snapshot(Prepare):
             m = step(ctx, m, 'snapshot')
         if m['state'] != states.SNAPSHOTTING:
             return
+        # Cinder refuses what would make the copies diverge from now on.
+        cinder.mark(m)
         snap = seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],
@@ -784,4 +787,5 @@ class CleanUpAbort(Abort):
         _erase_shipments(self, ctx, m, generation, 'migration aborted')
         _remove_snapshots(self, ctx, m, generation, m['source_terminal_id'],
                           _specs(m))
+        cinder.unmark(m)
         m = step(ctx, m, 'aborted', values={'finished_at': db.now()})
