@@ -472,7 +472,8 @@ def _volumes_to_destination(ctx, migration):
                          'Cinder volumes %s belong to site %s' % (
                              ', '.join(v['volume_id'] for v in
                                        cinder.cinder_volumes(m)),
-                             m['dest_site']), migration_id=m['id'])
+                             db.get(ctx, 'site', m['dest_site_id'])['name']),
+                         migration_id=m['id'])
 
 
 def migration_cleanup(ctx, migration):

@@ -87,17 +87,21 @@ def backend_of_site(adapter, site):
     return found[0]
 
 
-def mark(m, conf=CONF):
-    """Mark the migration's volumes (idempotent for the same migration)."""
+def mark(m, source_site, dest_site, conf=CONF):
+    """Mark the migration's volumes (idempotent for the same migration).
+
+    ``source_site`` and ``dest_site`` are site names (as the computes'
+    ``[fedex] site`` and the backends' ``fedex_site``).
+    """
     vols = cinder_volumes(m)
     if not vols:
         return
     adapter = _adapter(conf)
-    peer = backend_of_site(adapter, m['dest_site'])
+    peer = backend_of_site(adapter, dest_site)
     for v in vols:
         _action(adapter, v['volume_id'], 'os-fedex-mark', {
-            'migration': m['id'], 'site': m['source_site'],
-            'peer_site': m['dest_site'], 'peer_host': peer})
+            'migration': m['id'], 'site': source_site,
+            'peer_site': dest_site, 'peer_host': peer})
         LOG.info('volume %s marked for migration %s (peer backend %s)',
                  v['volume_id'], m['id'], peer)
 
@@ -111,8 +115,8 @@ def cutover(m, conf=CONF):
     for v in vols:
         _action(adapter, v['volume_id'], 'os-fedex-cutover', {})
         _action(adapter, v['volume_id'], 'os-fedex-unmark', {})
-        LOG.info('volume %s now belongs to site %s', v['volume_id'],
-                 m['dest_site'])
+        LOG.info('volume %s now belongs to the destination site',
+                 v['volume_id'])
 
 
 def unmark(m, conf=CONF):

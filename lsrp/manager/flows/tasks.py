@@ -244,7 +244,8 @@ class Snapshot(Prepare):
         if m['state'] != states.SNAPSHOTTING:
             return
         # Cinder refuses what would make the copies diverge from now on.
-        cinder.mark(m)
+        cinder.mark(m, db.get(ctx, 'site', m['source_site_id'])['name'],
+                    db.get(ctx, 'site', m['dest_site_id'])['name'])
         snap = seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],

@@ -15,8 +15,7 @@ POOLS = {'pools': [
 
 
 def _migration():
-    return {'id': 'm1', 'source_site': 'site-a', 'dest_site': 'site-b',
-            'volumes': [
+    return {'id': 'm1', 'volumes': [
                 {'source_image': 'vms/s1_disk', 'volume_id': None,
                  'kind': 'disk'},
                 {'source_image': 'volumes/volume-v1', 'volume_id': 'v1',
@@ -39,7 +38,7 @@ class TestCinder(testtools.TestCase):
                 for c in self.adapter.post.call_args_list]
 
     def test_mark_only_cinder_volumes_with_the_peer_backend(self):
-        cinder.mark(_migration())
+        cinder.mark(_migration(), 'site-a', 'site-b')
         self.assertEqual([('/volumes/v1/action', {'os-fedex-mark': {
             'migration': 'm1', 'site': 'site-a', 'peer_site': 'site-b',
             'peer_host': 'cinder@site-b#ceph'}})], self.posted())
@@ -53,19 +52,19 @@ class TestCinder(testtools.TestCase):
     def test_no_volumes_no_cinder(self):
         m = _migration()
         m['volumes'] = m['volumes'][:1]
-        cinder.mark(m)
+        cinder.mark(m, 'site-a', 'site-b')
         cinder.cutover(m)
         cinder.unmark(m)
         cinder._adapter.assert_not_called()
 
     def test_no_backend_at_the_destination(self):
-        m = dict(_migration(), dest_site='site-c')
-        e = self.assertRaises(exception.ManagerError, cinder.mark, m)
+        e = self.assertRaises(exception.ManagerError, cinder.mark,
+                              _migration(), 'site-a', 'site-c')
         self.assertIn('fedex_site = site-c', str(e))
 
     def test_refusal_names_volume_and_answer(self):
         self.adapter.post.return_value = mock.Mock(
             status_code=409, text='volume v1 is in FedEx migration m0')
         e = self.assertRaises(exception.ManagerError, cinder.mark,
-                              _migration())
+                              _migration(), 'site-a', 'site-b')
         self.assertIn('os-fedex-mark of volume v1: HTTP 409', str(e))
