@@ -447,6 +447,7 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
     Rolled back: the VM still runs at the source; catch-up goes on.
     """
     if success:
+        _volumes_to_destination(ctx, migration)
         m = db.transition(ctx, 'migration', migration, 'complete',
                           values={'finished_at': db.now()})
         return _progress(m)
@@ -465,6 +466,33 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
     m = db.transition(ctx, 'migration', m['id'], 'catch_up')
     jobs.post(ctx, m['id'], 'catchup')
     return _progress(m)
+
+
+def _volumes_to_destination(ctx, migration):
+    """Cinder volumes of the migration become the destination site's.
+
+    The server already runs at B: a failure here does not undo that, it is
+    recorded for the operator (``cinder-fedex-reconcile`` finishes it).
+    """
+    from lsrp.manager import cinder
+
+    m = db.get(ctx, 'migration', migration)
+    try:
+        cinder.cutover(m)
+    except Exception as e:
+        LOG.error('migration %s: volumes not moved in Cinder: %s', m['id'], e)
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     'Cinder ownership move failed (run '
+                     'cinder-fedex-reconcile --apply): %s' % e,
+                     migration_id=m['id'])
+    else:
+        if cinder.cinder_volumes(m):
+            db.add_event(ctx, 'migration', m['id'], 'cutover',
+                         'Cinder volumes %s belong to site %s' % (
+                             ', '.join(v['volume_id'] for v in
+                                       cinder.cinder_volumes(m)),
+                             db.get(ctx, 'site', m['dest_site_id'])['name']),
+                         migration_id=m['id'])
 
 
 def migration_cleanup(ctx, migration):

@@ -129,6 +129,8 @@ class Deployment(object):
         # migration) or 'nova' with ``nova`` the [nova] auth section.
         self.compute_driver = 'none'
         self.nova = None
+        # The [cinder] auth section when the migrations ship Cinder volumes.
+        self.cinder = None
         self.processes = {}
         os.makedirs(self.work, exist_ok=True)
         self.keys_dir = os.path.join(self.work, 'keys')
@@ -214,6 +216,8 @@ class Deployment(object):
         })
         if self.nova:
             sections['nova'] = dict(self.nova)
+        if self.cinder:
+            sections['cinder'] = dict(self.cinder)
         return sections
 
     def write_conf(self, filename, sections):

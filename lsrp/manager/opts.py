@@ -6,6 +6,7 @@ import copy
 from oslo_config import cfg
 from oslo_db import options as db_options
 
+from lsrp.manager import cinder
 from lsrp.manager import keys
 from lsrp.manager import nova
 from lsrp.manager import rpc
@@ -66,6 +67,7 @@ def register_opts(conf):
     keys.register_opts(conf)
     rpc.register_opts(conf)
     nova.register_opts(conf)
+    cinder.register_opts(conf)
     db_options.set_defaults(conf)
 
 
@@ -76,4 +78,5 @@ def list_opts():
             ('conductor', copy.deepcopy(conductor_opts)),
             ('shipment_keys', copy.deepcopy(keys.key_opts)),
             ('database', copy.deepcopy(db_options.database_opts)),
-            (nova.GROUP, nova.list_opts())]
+            (nova.GROUP, nova.list_opts()),
+            (cinder.GROUP, cinder.list_opts())]

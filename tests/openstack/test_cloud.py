@@ -40,7 +40,7 @@ class TestGuestAtSiteA(base.CloudTestCase):
 
         # An attached Cinder volume of site-a gets the ticks too.
         vol = self.os('volume', 'create', '--size', '1',
-                      '--availability-zone', 'site-a', '--type', 'site-a',
+                      '--availability-zone', 'site-a', '--type', 'ceph',
                       'vol-' + name, cloud='fedex-demo')
         self.addCleanup(self.cloud.openstack_plain, 'volume', 'delete',
                         vol['id'], cloud='fedex-demo')

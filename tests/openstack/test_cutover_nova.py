@@ -51,7 +51,8 @@ def cloud(sandbox):
     return _cloud
 
 
-class TestNovaCutover(base.ManagerTestCase):
+class CutoverTestCase(base.ManagerTestCase):
+    """The mini-cloud, this test's fedex-api and conductor, and helpers."""
 
     def setUp(self):
         super().setUp()
@@ -62,9 +63,11 @@ class TestNovaCutover(base.ManagerTestCase):
                          region_name='RegionOne')
         self.dep.compute_driver = 'nova'
         self.dep.nova = nova_auth
+        # Cinder marks and moves attached volumes (conductor and fedex-api).
+        self.dep.cinder = nova_auth
         manager = self.dep.manager_conf()
         extra = {k: manager[k] for k in ('DEFAULT', 'shipment_keys',
-                                         'database', 'jobboard')}
+                                         'database', 'jobboard', 'cinder')}
         extra['api'] = {'post_jobs': True}
         # The computes know fedex-api from the catalog (and keep the token
         # that told them): this test's fedex-api, on this test's database,
@@ -161,7 +164,8 @@ class TestNovaCutover(base.ManagerTestCase):
             self.assertEqual(state['secrets']['site-b'],
                              d.find('auth/secret').get('uuid'))
 
-    # --- tests --------------------------------------------------------------
+
+class TestNovaCutover(CutoverTestCase):
 
     def test_cutover_to_site_b(self):
         server = self.boot('fedex-e2e-%s' % self.id_)

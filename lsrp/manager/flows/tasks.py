@@ -20,6 +20,7 @@ import oslo_messaging as messaging
 from taskflow import task
 
 from lsrp import exception
+from lsrp.manager import cinder
 from lsrp.manager import context as context_mod
 from lsrp.manager import couriers
 from lsrp.manager import custody
@@ -242,6 +243,9 @@ class Snapshot(Prepare):
             m = step(ctx, m, 'snapshot')
         if m['state'] != states.SNAPSHOTTING:
             return
+        # Cinder refuses what would make the copies diverge from now on.
+        cinder.mark(m, db.get(ctx, 'site', m['source_site_id'])['name'],
+                    db.get(ctx, 'site', m['dest_site_id'])['name'])
         snap = seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],
@@ -884,4 +888,5 @@ class CleanUpAbort(Abort):
                     'remove_images', '%s.remove_images' % m['id'],
                     {'images': [v['dest_image'] for v in m['volumes']],
                      'prefix': 'fedex-%s-' % short(m['id'])})
+        cinder.unmark(m)
         m = step(ctx, m, 'aborted', values={'finished_at': db.now()})

@@ -84,10 +84,11 @@ def resources(conn, spec):
     types = {t.name for t in conn.block_storage.types()}
     for t in spec['volume_types']:
         if t['name'] not in types:
-            conn.block_storage.create_type(
-                name=t['name'], is_public=True,
-                extra_specs={'volume_backend_name': t['backend'],
-                             'RESKEY:availability_zones': t['zone']})
+            specs = {'volume_backend_name': t['backend']}
+            if t.get('zone'):
+                specs['RESKEY:availability_zones'] = t['zone']
+            conn.block_storage.create_type(name=t['name'], is_public=True,
+                                           extra_specs=specs)
     images = {i.name: i for i in conn.image.images()}
     ids = {}
     for img in spec['images']:

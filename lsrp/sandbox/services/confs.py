@@ -192,7 +192,9 @@ state_path = {dir}/cinder/state
 api_paste_config = {dir}/cinder/api-paste.ini
 resource_query_filters_file = {dir}/cinder/resource_filters.json
 enabled_backends = site-a, site-b
-default_volume_type = site-a
+default_volume_type = ceph
+osapi_volume_extension = cinder.api.contrib.standard_extensions
+osapi_volume_extension = cinder_fedex.api.contrib.fedex.Fedex
 glance_api_servers = {glance_url}
 my_ip = 127.0.0.1
 [database]
@@ -211,22 +213,38 @@ send_service_user_token = true
 [nova]
 region_name = RegionOne
 {auth_cinder}
+# One FedexRBDDriver backend per site, each knowing its peer; both named
+# "ceph" (volume_backend_name) so that the one volume type "ceph" fits a
+# volume at either site, before and after a FedEx move (doc/source/cinder.rst).
+# Which site a new volume lands at is its availability zone's choice.
 [site-a]
-volume_driver = cinder.volume.drivers.rbd.RBDDriver
-volume_backend_name = site-a
+volume_driver = cinder_fedex.volume.drivers.fedex_rbd.FedexRBDDriver
+volume_backend_name = ceph
 backend_availability_zone = site-a
 rbd_pool = volumes
 rbd_ceph_conf = {ceph_conf_a}
 rbd_user = admin
 rbd_secret_uuid = {secret_a}
+fedex_site = site-a
+fedex_peer_site = site-b
+fedex_peer_backend_host = cinder@site-b#ceph
+fedex_peer_rbd_ceph_conf = {ceph_conf_b}
+fedex_peer_rbd_user = admin
+fedex_peer_rbd_secret_uuid = {secret_b}
 [site-b]
-volume_driver = cinder.volume.drivers.rbd.RBDDriver
-volume_backend_name = site-b
+volume_driver = cinder_fedex.volume.drivers.fedex_rbd.FedexRBDDriver
+volume_backend_name = ceph
 backend_availability_zone = site-b
 rbd_pool = volumes
 rbd_ceph_conf = {ceph_conf_b}
 rbd_user = admin
 rbd_secret_uuid = {secret_b}
+fedex_site = site-b
+fedex_peer_site = site-a
+fedex_peer_backend_host = cinder@site-a#ceph
+fedex_peer_rbd_ceph_conf = {ceph_conf_a}
+fedex_peer_rbd_user = admin
+fedex_peer_rbd_secret_uuid = {secret_a}
 """
 
 LIBVIRTD = """\

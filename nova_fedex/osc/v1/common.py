@@ -136,8 +136,11 @@ def migration_request(client, compute, servers, images=None,
             server_id = server.id
             zone = zone or server.availability_zone
             if vols is None:
-                vols = [NOVA_DISK % server.id] + [
-                    CINDER_VOLUME % v['id']
+                # The volume ids: Cinder marks and moves those volumes.
+                vols = [{'source_image': NOVA_DISK % server.id,
+                         'kind': 'disk'}] + [
+                    {'source_image': CINDER_VOLUME % v['id'],
+                     'volume_id': v['id'], 'kind': 'volume'}
                     for v in server.attached_volumes or []]
         body_servers.append({'server_id': server_id, 'volumes': vols})
     if reasons:

@@ -217,6 +217,8 @@ class TestNovaLookups(InProcess):
         m = self.client.migration_get(mid)
         self.assertEqual(['vms/5e1d_disk', 'volumes/volume-v77'],
                          [v['source_image'] for v in m['volumes']])
+        self.assertEqual([(None, 'disk'), ('v77', 'volume')],
+                         [(v['volume_id'], v['kind']) for v in m['volumes']])
         self.assertEqual('b-h1', m['dest_host'])
         sites = {s['id']: s['name'] for s in
                  self.client.get('/sites')['sites']}

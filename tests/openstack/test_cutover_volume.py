@@ -1,0 +1,271 @@
+"""A server with an attached Cinder volume moves to site B, for real.
+
+The mini-cloud's cinder-volume runs cinder_fedex's FedexRBDDriver, one
+backend per site (``cinder@site-a#ceph``, ``cinder@site-b#ceph``, one volume
+type ``ceph``). A volume is created at site A through Cinder, filled with
+48 MiB of random data (a full copy would cost at least that on the WAN),
+attached through Nova to the tiny guest, whose init writes its counter to
+the volume too. ``openstack server migrate --live-migration --fedex``
+takes the volume along in the same shipment; Cinder refuses extend and
+delete while it ships; after the cutover the volume is in-use at site B,
+bit-exact with A's final state, the WAN carried only catch-up deltas, and a
+detach and attach at B work. A rollback after the memory copy leaves it
+attached at A with its data intact.
+"""
+
+import hashlib
+import os
+import subprocess
+import threading
+import time
+from xml.etree import ElementTree as etree
+
+import rbd
+
+from lsrp.manager.db import api as db
+from lsrp.manager import states
+from tests.openstack import test_cutover_nova as nova_t
+
+MiB = 1 << 20
+FILL = 48 * MiB
+FILL_OFFSET = 4 * MiB        # past the guest's tick ring (1 MiB + 128 KiB)
+WAN_BOUND = 16 * MiB
+
+
+class TestVolumeCutover(nova_t.CutoverTestCase):
+
+    # --- helpers ----------------------------------------------------------
+
+    def volume(self, name):
+        """A 1 GiB volume at site A, filled, deleted after the test."""
+        vol = self.cloud.openstack(
+            'volume', 'create', '--size', '1', '--availability-zone',
+            'site-a', '--type', 'ceph', name)
+        self.addCleanup(self._delete_volume, vol['id'])
+        self.wait_volume(vol['id'], 'available')
+        digest = hashlib.sha256()
+        with self.sites['site-a'].pool('volumes') as p:
+            with rbd.Image(p.ioctx, 'volume-%s' % vol['id']) as img:
+                for off in range(0, FILL, 4 * MiB):
+                    data = os.urandom(4 * MiB)
+                    digest.update(data)
+                    img.write(data, FILL_OFFSET + off)
+        self.fill_digest = digest.hexdigest()
+        return vol['id']
+
+    def _delete_volume(self, vid):
+        # After the server's delete (a cleanup registered later runs
+        # earlier): detached by then. A migration that failed half-way
+        # leaves the mark: clear it first, or Cinder refuses the delete.
+        self.wait_volume(vid, 'available', timeout=180)
+        if self.cli('volume', 'delete', vid)[0] != 0:
+            self.cinder_action(vid, 'os-fedex-unmark')
+            self.cli('volume', 'delete', vid)
+        for site in ('site-a', 'site-b'):
+            with self.sites[site].pool('volumes') as p:
+                name = 'volume-%s' % vid
+                if p.image_exists(name):
+                    self._remove_image(site, 'volumes', name)
+
+    def cli(self, *args):
+        """The openstack client as admin: (exit code, stdout + stderr)."""
+        run = subprocess.run(
+            [os.path.join(self.cloud.venv, 'bin', 'openstack')] + list(args),
+            capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, **self.cloud.client_env()))
+        return run.returncode, run.stdout + run.stderr
+
+    def cinder_action(self, vid, action):
+        """An os-fedex-* admin action of cinder_fedex, as the admin."""
+        from keystoneauth1 import adapter
+        from keystoneauth1.identity import v3
+        from keystoneauth1 import session
+
+        from lsrp.manager import cinder
+        admin = self.cloud.credentials()['fedex-admin']
+        auth = v3.Password(**{k: admin[k] for k in (
+            'auth_url', 'username', 'password', 'project_name',
+            'user_domain_name', 'project_domain_name') if k in admin})
+        cinder._action(adapter.Adapter(
+            session.Session(auth=auth), service_type='block-storage',
+            region_name='RegionOne'), vid, action, {})
+
+    def vshow(self, vid):
+        return self.cloud.openstack('volume', 'show', vid)
+
+    def wait_volume(self, vid, status, timeout=300):
+        return self.dep.wait(
+            lambda: (lambda v: v['status'] == status and v)(self.vshow(vid)),
+            timeout, 'volume %s %s' % (vid, status), interval=2)
+
+    def attach(self, sid, vid):
+        self.cloud.openstack_plain('server', 'add', 'volume', sid, vid)
+        return self.wait_volume(vid, 'in-use')
+
+    def detach(self, sid, vid):
+        self.cloud.openstack_plain('server', 'remove', 'volume', sid, vid)
+        return self.wait_volume(vid, 'available')
+
+    def vreader(self, site, vid):
+        return nova_t.guest_reader.GuestReader(
+            self.pool(site, 'volumes').ioctx, 'volume-%s' % vid)
+
+    def migration_of(self, sid):
+        return [x for x in db.list_(self.ctx, 'migration')
+                if any(s['server_id'] == sid for s in x['servers'])][0]
+
+    def wan_bytes(self, m):
+        """Bytes the WAN carried: every catch-up round and the final delta."""
+        from lsrp.manager import actions
+        total = 0
+        for e in actions.events_query(self.ctx, migration=m['id'],
+                                      limit=1000):
+            d = e.get('details') or {}
+            if e['kind'] == 'progress' and d.get('wire_bytes') is not None:
+                total += d['wire_bytes']
+            elif d.get('event') == 'delta_applied':
+                total += d.get('wire') or 0
+        return total
+
+    def volume_source_at(self, host, sid, vid):
+        xml = self.host(host).virsh('dumpxml', sid)
+        doc = etree.fromstring(xml.encode())
+        for d in doc.findall('./devices/disk'):
+            source = d.find('source')
+            if source is not None and \
+                    source.get('name') == 'volumes/volume-%s' % vid:
+                return d
+        self.fail('volume %s not in the domain at %s' % (vid, host))
+
+    def assert_volume_reads_b(self, sid, vid):
+        d = self.volume_source_at(nova_t.SITE_B_HOST, sid, vid)
+        b_conf = open(self.sandbox.site('site-b').conf).read()
+        for h in d.find('source').findall('host'):
+            self.assertIn('%s:%s' % (h.get('name'), h.get('port')), b_conf,
+                          'monitor of cluster A at site B')
+        self.assertEqual(self.cloud.load_state()['secrets']['site-b'],
+                         d.find('auth/secret').get('uuid'))
+
+    def setup_server_with_volume(self, name):
+        vid = self.volume('vol-' + name)
+        server = self.boot(name)
+        sid = server['id']
+        self.attach(sid, vid)
+        at_a = self.vreader('site-a', vid)
+        at_a.wait_advancing(ticks=20, timeout=180)
+        return sid, vid, at_a
+
+    # --- tests --------------------------------------------------------------
+
+    def test_volume_moves_with_server(self):
+        sid, vid, at_a = self.setup_server_with_volume(
+            'fedex-vol-%s' % self.id_)
+        began = time.monotonic()
+        out = self.migrate(sid)
+        took = time.monotonic() - began
+        m = self.migration_of(sid)
+        self.assertEqual(states.COMPLETED, m['state'], out)
+        self.assertIn(('volumes/volume-%s' % vid, vid, 'volume'),
+                      [(v['source_image'], v['volume_id'], v['kind'])
+                       for v in m['volumes']])
+
+        # Cinder: in-use at site B's backend, in B's zone, attached to the
+        # server on its site-B host; the mark is gone.
+        shown = self.vshow(vid)
+        self.assertEqual('in-use', shown['status'])
+        self.assertEqual('cinder@site-b#ceph',
+                         shown['os-vol-host-attr:host'])
+        self.assertEqual('site-b', shown['availability_zone'])
+        self.assertEqual([(sid, nova_t.SITE_B_HOST)],
+                         [(a['server_id'], a['host_name'])
+                          for a in shown['attachments']])
+        self.assertEqual('ceph', shown['type'])
+        self.assert_volume_reads_b(sid, vid)
+
+        # The guest goes on writing the volume at B; bit-exact with A.
+        at_b = self.vreader('site-b', vid)
+        last_a = at_a.read_ring()[-1].counter
+        resumed = at_b.wait_advancing(ticks=20, timeout=120)
+        self.assertGreater(resumed.counter, last_a)
+        spec = 'volumes/volume-%s' % vid
+        self.assertEqual(
+            self.sandbox.site('site-a').export_sha256(spec),
+            self.sandbox.site('site-b').export_sha256(
+                '%s@fedex-final-%s' % (spec, m['id'][:8])))
+        # No full copy over the WAN: 48 MiB of data in the volume alone.
+        wan = self.wan_bytes(m)
+        self.assertLess(wan, WAN_BOUND, 'the WAN carried %d bytes' % wan)
+
+        # Detach and attach again at site B: stock Cinder, cluster B.
+        self.detach(sid, vid)
+        shown = self.attach(sid, vid)
+        self.assertEqual('cinder@site-b#ceph',
+                         shown['os-vol-host-attr:host'])
+        self.assert_volume_reads_b(sid, vid)
+        again = at_b.wait_advancing(ticks=20, timeout=180)
+        self.assertGreater(again.counter, resumed.counter)
+        print('volume cutover: API to COMPLETED %.1f s; WAN %d bytes for '
+              'a volume holding %d MiB; counter at A %d, at B %d, %d after '
+              'detach/attach at B' % (took, wan, FILL // MiB, last_a,
+                                      resumed.counter, again.counter))
+
+    def test_refusals_then_rollback(self):
+        sid, vid, at_a = self.setup_server_with_volume(
+            'fedex-volrb-%s' % self.id_)
+        out = self.openstack(
+            'server', 'migrate', '--live-migration', '--fedex', '--host',
+            nova_t.SITE_B_HOST, '--cutover', 'approved', '--wait', sid,
+            timeout=1500)
+        m = self.migration_of(sid)
+        self.assertEqual(states.READY_FOR_CUTOVER, self.state(m), out)
+
+        # Mid-migration, Cinder refuses what would make the sites diverge.
+        for argv in (('--os-volume-api-version', '3.42', 'volume', 'set',
+                      '--size', '2', vid),
+                     ('volume', 'delete', vid)):
+            code, output = self.cli(*argv)
+            self.assertNotEqual(0, code, output)
+            self.assertIn('is in FedEx migration %s' % m['id'], output)
+        shown = self.vshow(vid)
+        self.assertEqual(('in-use', 1), (shown['status'], shown['size']))
+
+        # The rollback after the memory copy (as test_cutover_nova).
+        def kill_terminal_when_migrating():
+            def migrating():
+                return any('nova: migrating' in e for e in self.events(m))
+            self.dep.wait(migrating, 600, 'the cutover to start',
+                          interval=0.05)
+            self.dep.processes[self.sandbox.terminal('site-b')[0]].kill9()
+        killer = threading.Thread(target=kill_terminal_when_migrating,
+                                  daemon=True)
+        killer.start()
+        self.openstack('fedex', 'migration', 'cutover', m['id'])
+        killer.join(700)
+        self.dep.wait(lambda: any('nova: rolled_back' in e or
+                                  'nova: stranded' in e
+                                  for e in self.events(m)), 600,
+                      'the end of the cutover')
+        self.assertFalse(any('nova: stranded' in e for e in self.events(m)),
+                         self.events(m))
+
+        def settled():
+            shown = self.show(sid)
+            return shown['status'] == 'ACTIVE' and shown
+        shown = self.dep.wait(settled, 300, 'the server ACTIVE again')
+        self.assertEqual(nova_t.SITE_A_HOST, shown['OS-EXT-SRV-ATTR:host'])
+        vol = self.wait_volume(vid, 'in-use')
+        self.assertEqual('cinder@site-a#ceph', vol['os-vol-host-attr:host'])
+        self.assertEqual([(sid, nova_t.SITE_A_HOST)],
+                         [(a['server_id'], a['host_name'])
+                          for a in vol['attachments']])
+        # Its data intact at A, the guest still writing it, no tick lost.
+        resumed = at_a.wait_advancing(ticks=20, timeout=120)
+        counters = [t.counter for t in at_a.read_ring()]
+        self.assertEqual(list(range(counters[0], counters[-1] + 1)),
+                         counters)
+        with self.sites['site-a'].pool('volumes') as p:
+            with rbd.Image(p.ioctx, 'volume-%s' % vid,
+                           read_only=True) as img:
+                self.assertEqual(self.fill_digest, hashlib.sha256(
+                    img.read(FILL_OFFSET, FILL)).hexdigest())
+        print('volume rollback: attached at A, counter %d' % resumed.counter)
