@@ -58,7 +58,8 @@ def cloud_services(cloud):
         # uwsgi: one pid, three names; a long schema sync is not an exit.
         cloud.run_dir, cloud.log_dir, marker=conf,
         comm=('python', 'fedex-api', 'uwsgi'), port=port,
-        kill_descendants=True)
+        # The schema's first sync takes minutes on a loaded machine.
+        start_timeout=600, kill_descendants=True)
     return [cloud_mod.ExtraService(service, catalog={
         'type': SERVICE_TYPE, 'name': 'fedex', 'url': cloud.url(PORT_NAME)})]
 
