@@ -1,7 +1,7 @@
-"""One stack and one browser for the whole run; screenshots on failure.
+"""The cloud checked once, one browser per class; screenshots on failure.
 
-The stack (Keystone, fedex-api, Horizon) is made by the first test that
-needs it and stopped when the test process exits; screenshots go to
+The stack (the mini-cloud's Keystone, fedex-api and Horizon, the sandbox's
+manager) is checked by the first test that needs it; screenshots go to
 ``$FEDEX_SCREENSHOT_DIR`` (default: ``<sandbox>/browser/screenshots``).
 """
 
@@ -30,7 +30,7 @@ class BrowserTestCase(unittest.TestCase):
         cls.stack = stack()
         shots = os.environ.get('FEDEX_SCREENSHOT_DIR') or os.path.join(
             cls.stack.sandbox.root, 'browser', 'screenshots')
-        cls.browser = browser_mod.Browser(cls.stack.horizon.url,
+        cls.browser = browser_mod.Browser(cls.stack.horizon_url,
                                           os.path.join(shots, cls.__name__))
 
     @classmethod

@@ -1,21 +1,47 @@
-"""The dashboard in a real headless Chromium, against real Keystone users,
-the real fedex-api (its policy, its database) and Horizon under uwsgi.
+"""The dashboard in a real headless Chromium against the sandbox's
+mini-cloud: its Keystone (real users), fedex-api (its policy, the sandbox
+manager's database), Horizon under uwsgi, and the sandbox's real manager
+(fedex-conductor, a terminal agent per site, the simulated courier).
 
-The logistics (sites, a terminal per site reporting healthy, blank devices)
-and one migration per project are made through fedex-api as its users
-would; the browser then logs in as each persona.
+A member creates, from the panel's form, the migration of a "server" (its
+root disk ``vms/<server>_disk``, an RBD image at site-a that a writer keeps
+changing); the manager exports it to devices, ships them, imports and
+catches up while the migrations page refreshes the row by itself; the
+catch-up tab charts the rounds the manager recorded; the member approves
+the cutover. A member of another project sees only their own migration; a
+reader gets fedex-api's refusal as Horizon's message.
+
+The tests run in order (their names) on the same two migrations.
 """
 
+import os
+import time
 import uuid
 
+from lsrp.sandbox import demo
 from tests.browser import base
 
+MIB = 1 << 20
 MIGRATIONS = '/project/fedex_migrations/'
 ADMIN_MIGRATIONS = '/admin/fedex_migrations/'
+FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
+# Past the courier's delivery: from here the row is polled to the end of
+# the catch-up (IN_TRANSIT and earlier settled states are not polled).
+AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
+# The writer changes the image faster than the rate cap lets a round send
+# it, so the catch-up does not converge until the writer stops.
+WRITE_RATE = 2 * MIB
+RATE_CAP_MIB = 2
+# The sandbox's manager on a loaded machine: export, courier, import.
+DRIVE_TIMEOUT = 900
 
 
 def row(mid):
     return 'tr[data-object-id="%s"]' % mid
+
+
+def cell(mid, name):
+    return '%s td[data-cell-name="%s"]' % (row(mid), name)
 
 
 class TestDashboard(base.BrowserTestCase):
@@ -23,64 +49,216 @@ class TestDashboard(base.BrowserTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
+        cls.addClassCleanup(cls.clean_up)
         cls.tag = uuid.uuid4().hex[:6]
-        sites = {s['name'] for s in cls.api(
-            'fedex-admin', 'GET', '/v1/sites')['sites']}
-        terms = {t['name'] for t in cls.api(
-            'fedex-admin', 'GET', '/v1/terminals')['terminals']}
-        for name in ('site-a', 'site-b'):
-            if name not in sites:
-                cls.api('fedex-admin', 'POST', '/v1/sites',
-                        json={'name': name})
-            if 'term-%s' % name not in terms:
-                cls.api('fedex-admin', 'POST', '/v1/terminals',
-                        json={'name': 'term-%s' % name, 'site': name,
-                              'slots': 4, 'capacity_bytes': 1 << 40})
-        for i in range(3):
-            cls.api('fedex-admin', 'POST', '/v1/devices',
-                    json={'serial': 'SN-%s-%d' % (cls.tag, i),
-                          'terminal': 'term-site-a',
-                          'capacity_bytes': 1 << 40})
-        cls.p1 = cls.create('fedex-member1', 'p1-web-%s' % cls.tag)
-        cls.p2 = cls.create('fedex-member2', 'p2-db-%s' % cls.tag)
-
-    @classmethod
-    def heartbeat(cls):
-        """The terminals report in, as their agents do.
-
-        The preflight wants a terminal seen in the last minute at each site.
-        """
-        for name in ('term-site-a', 'term-site-b'):
-            cls.api('fedex-admin', 'PUT', '/v1/terminals/%s/health' % name,
-                    json={'state': 'UP'})
-
-    @classmethod
-    def create(cls, user, name):
-        cls.heartbeat()
-        return cls.api(user, 'POST', '/v1/migrations', json={
-            'name': name, 'servers': ['srv-%s' % name],
+        cls.images, cls.created = [], []
+        cls.writer = None
+        cls.web, cls.db = 'web-%s' % cls.tag, 'db-%s' % cls.tag
+        cls.blank_devices(2)
+        cls.server(cls.web, 32 * MIB)
+        cls.server(cls.db, 8 * MIB)
+        cls.writer = demo.Writer(cls.stack.clusters['site-a'],
+                                 ['vms/%s_disk' % cls.web], WRITE_RATE)
+        cls.writer.start()
+        cls.p2 = cls.api('fedex-member2', 'POST', '/v1/migrations', json={
+            'name': 'p2-%s' % cls.db, 'servers': [cls.db],
             'source_site': 'site-a', 'dest_site': 'site-b',
             'options': {'cutover': 'approved'}})['migration']
+        cls.created.append(cls.p2['id'])
+        cls.p1 = None
 
-    def test_admin_sees_every_project_and_the_logistics(self):
+    # --- the world the tests act in ------------------------------------------
+
+    @classmethod
+    def blank_devices(cls, count):
+        """``count`` blank devices in the site-a terminal's slots."""
+        terminal = cls.stack.sandbox.terminal('site-a')[0]
+        cls.stack.manager.dep.make_slots('site-a', count)
+        deadline = time.monotonic() + 120
+        while True:
+            terms = {t['id']: t['name'] for t in cls.api(
+                'fedex-admin', 'GET', '/v1/terminals')['terminals']}
+            blank = [d for d in cls.api('fedex-admin', 'GET', '/v1/devices',
+                                        params={'state': 'BLANK'})['devices']
+                     if terms.get(d.get('terminal_id')) == terminal]
+            if len(blank) >= count:
+                return blank
+            if time.monotonic() > deadline:
+                raise AssertionError('%s reports %d blank devices, not %d, '
+                                     'after 120 s' % (terminal, len(blank),
+                                                      count))
+            time.sleep(2)
+
+    @classmethod
+    def server(cls, name, size):
+        """A server's root disk at site-a, half of it written."""
+        with cls.stack.clusters['site-a'].pool('vms') as p:
+            p.create_image('%s_disk' % name, size)
+            cls.images.append('%s_disk' % name)
+            with p.open_image('%s_disk' % name) as img:
+                for off in range(0, size, 2 * MIB):
+                    img.write(off, os.urandom(MIB))
+
+    @classmethod
+    def clean_up(cls):
+        if cls.writer is not None:
+            cls.writer.stopped.set()
+            cls.writer.resume()
+            cls.writer.join()
+        for mid in cls.created:
+            m = cls.api('fedex-admin', 'GET', '/v1/migrations/%s' % mid)
+            if m['migration']['state'] not in FINAL + ('ABORTING',):
+                cls.api('fedex-admin', 'POST', '/v1/migrations/%s/action'
+                        % mid, json={'abort': {'reason': 'browser tests '
+                                               'done'}})
+        deadline = time.monotonic() + 300
+        while cls.created and time.monotonic() < deadline and any(
+                cls.state(mid) not in FINAL for mid in cls.created):
+            time.sleep(3)
+        for site in ('site-a', 'site-b'):
+            with cls.stack.clusters[site].pool('vms') as p:
+                for name in cls.images:
+                    if p.image_exists(name):
+                        with p.open_image(name) as img:
+                            for snap in reversed(img.list_snapshots()):
+                                if snap.namespace != 'user':
+                                    continue
+                                if snap.protected:
+                                    img.unprotect_snapshot(snap.name)
+                                img.remove_snapshot(snap.name)
+                        p.remove_image(name)
+
+    @classmethod
+    def migration(cls, mid):
+        return cls.api('fedex-admin', 'GET',
+                       '/v1/migrations/%s' % mid)['migration']
+
+    @classmethod
+    def state(cls, mid):
+        return cls.migration(mid)['state']
+
+    def wait_state(self, mid, wanted, timeout=DRIVE_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.migration(mid)
+            if m['state'] in wanted:
+                return m
+            if m['state'] in FINAL:
+                self.fail('migration %s is %s, not %s: %s' % (
+                    mid, m['state'], ' or '.join(wanted), m.get('last_error')))
+            if time.monotonic() > deadline:
+                self.fail('migration %s still %s after %d s, not %s' % (
+                    mid, m['state'], timeout, ' or '.join(wanted)))
+            time.sleep(3)
+
+    def cell_text(self, mid, name):
+        return self.browser.find(cell(mid, name)).text.strip()
+
+    # --- the tests, in order -------------------------------------------------
+
+    def test_1_member_previews_the_plan_and_creates_a_migration(self):
         b = self.browser
-        self.login('fedex-admin')
-        b.get(ADMIN_MIGRATIONS)
-        b.find(row(self.p1['id']))
-        b.find(row(self.p2['id']))
-        nav = b.text()
-        self.assertIn('Migration over FedEx', nav)
-        self.assertIn(self.p2['name'], nav)
-        b.shot('admin-migrations')
-        b.get('/admin/fedex_devices/')
-        b.find('table#devices')
-        self.assertIn('SN-%s-0' % self.tag, b.text())
-        b.shot('admin-devices')
-        b.get('/admin/fedex_shipments/')
-        b.find('table#shipments')
-        b.shot('admin-shipments')
+        self.login('fedex-member1')
+        b.get(MIGRATIONS + 'create/')
+        name = 'wave-%s' % self.tag
+        b.fill('#id_name', name)
+        b.fill('#id_servers', self.web)
+        b.select('#id_source_site', 'site-a')
+        b.select('#id_dest_site', 'site-b')
+        b.fill('#id_rate_cap', str(RATE_CAP_MIB))
+        b.fill('#id_disk_gib', '500')
+        b.fill('#id_wan_mbit', '44.76')
+        b.click('#fedex-preview')
+        b.find('.fedex-plan')
+        self.assertIn('Recommended', b.text())
+        b.shot('create-with-plan-preview')
+        b.click('input.btn-primary[type="submit"]')
+        b.wait(lambda d: d.current_url.rstrip('/').endswith(
+            'fedex_migrations'), 120, 'the list after creation')
+        self.assertIn('Migration %s created' % name, ' '.join(b.messages()))
+        mine = [m for m in self.api('fedex-member1', 'GET',
+                                    '/v1/migrations')['migrations']
+                if m['name'] == name]
+        self.assertEqual(1, len(mine), 'one migration named %s' % name)
+        type(self).p1 = mine[0]
+        self.created.append(mine[0]['id'])
+        self.assertEqual([{'server_id': self.web}],
+                         [{'server_id': s['server_id']}
+                          for s in mine[0]['servers']])
+        b.find(row(mine[0]['id']))
+        b.shot('member1-created')
 
-    def test_member_sees_only_their_own_migrations(self):
+    def test_2_the_manager_drives_it_to_catching_up_in_the_page(self):
+        self.assertIsNotNone(self.p1, 'test_1 created no migration')
+        mid = self.p1['id']
+        b = self.browser
+        self.login('fedex-member1')
+        # Settled states are not polled: reload until the devices are
+        # delivered, then the page must follow by itself.
+        deadline = time.monotonic() + DRIVE_TIMEOUT
+        while True:
+            b.get(MIGRATIONS)
+            state = self.cell_text(mid, 'state')
+            if state in AFTER_DELIVERY:
+                break
+            if state in FINAL or time.monotonic() > deadline:
+                self.fail('migration %s is %s after %d s: %s' % (
+                    mid, state, DRIVE_TIMEOUT,
+                    self.migration(mid).get('last_error')))
+            time.sleep(5)
+        b.shot('member1-after-delivery-%s' % state.lower())
+        rounds0 = int(self.cell_text(mid, 'rounds') or 0)
+        b.driver.execute_script('window.fedexNotReloaded = true;')
+
+        def catching_up(driver):
+            try:
+                return (self.cell_text(mid, 'state') == 'CATCHING_UP'
+                        and int(self.cell_text(mid, 'rounds')) > rounds0
+                        and '/s' in self.cell_text(mid, 'progress'))
+            except Exception:   # the row is being replaced
+                return False
+        b.wait(catching_up, DRIVE_TIMEOUT,
+               'CATCHING_UP with a new round in the row of %s' % mid)
+        self.assertTrue(b.driver.execute_script(
+            'return window.fedexNotReloaded === true;'),
+            'the page was reloaded: the row did not refresh by itself')
+        # The last event column: what the manager recorded last.
+        self.assertNotIn(self.cell_text(mid, 'last_event'), ('', '-'))
+        b.shot('member1-catching-up')
+        m = self.migration(mid)
+        self.assertGreaterEqual(m['rounds'], 1)
+
+    def test_3_the_catchup_tab_charts_the_managers_rounds(self):
+        mid = self.p1['id']
+        b = self.browser
+        self.login('fedex-member1')
+        b.get(MIGRATIONS + mid + '/?tab=migration_details__catchup')
+        b.find('svg.fedex-catchup-chart rect.fedex-round')
+        bars = b.find_all('svg.fedex-catchup-chart rect.fedex-round')
+        events = [e for e in self.api('fedex-admin', 'GET', '/v1/events',
+                                      params={'migration': mid,
+                                              'limit': 1000})['events']
+                  if 'round' in (e.get('details') or {})]
+        self.assertGreaterEqual(len(bars), 1)
+        self.assertLessEqual(len(bars), len(events))
+        b.find('svg.fedex-catchup-chart line.fedex-threshold')
+        b.shot('member1-catchup-chart')
+
+    def test_4_reader_gets_the_error_for_a_forbidden_action(self):
+        mid = self.p1['id']
+        b = self.browser
+        self.login('fedex-reader1')
+        b.get(MIGRATIONS)
+        b.find(row(mid))
+        b.click('%s button[value="migrations__abort__%s"]' % (row(mid), mid))
+        b.wait(lambda d: b.confirm_if_asked() or b.messages(), 60,
+               'a message')
+        text = ' '.join(b.messages())
+        self.assertIn('Your role does not allow this', text)
+        b.shot('reader-forbidden-abort')
+        self.assertNotIn(self.state(mid), ('ABORTING', 'ABORTED'))
+
+    def test_5_member_sees_only_their_own_migrations(self):
         b = self.browser
         self.login('fedex-member2')
         b.get(MIGRATIONS)
@@ -92,46 +270,46 @@ class TestDashboard(base.BrowserTestCase):
         # list again with fedex-api's reason.
         b.get(MIGRATIONS + self.p1['id'] + '/')
         b.wait(lambda d: d.current_url.rstrip('/').endswith(
-            'fedex_migrations'), 30, 'the redirect to the list')
+            'fedex_migrations'), 60, 'the redirect to the list')
         text = ' '.join(b.messages())
         self.assertIn('Unable to show migration %s' % self.p1['id'], text)
         b.shot('member2-other-projects-migration')
 
-    def test_reader_gets_the_error_for_a_forbidden_action(self):
+    def test_6_admin_sees_every_project_and_the_logistics(self):
         b = self.browser
-        self.login('fedex-reader1')
-        b.get(MIGRATIONS)
+        self.login('fedex-admin')
+        b.get(ADMIN_MIGRATIONS)
         b.find(row(self.p1['id']))
-        b.click('%s button[value="migrations__abort__%s"]' % (
-            row(self.p1['id']), self.p1['id']))
-        b.wait(lambda d: b.confirm_if_asked() or b.messages(), 60,
-               'a message')
-        text = ' '.join(b.messages())
-        self.assertIn('Your role does not allow this', text)
-        b.shot('reader-forbidden-abort')
-        m = self.api('fedex-admin', 'GET',
-                     '/v1/migrations/%s' % self.p1['id'])['migration']
-        self.assertNotIn(m['state'], ('ABORTING', 'ABORTED'))
+        b.find(row(self.p2['id']))
+        self.assertIn('Migration over FedEx', b.text())
+        b.shot('admin-migrations')
+        shipments = self.migration(self.p1['id'])['shipments']
+        self.assertTrue(shipments, 'the manager made no shipment')
+        b.get('/admin/fedex_shipments/')
+        b.find('table#shipments')
+        self.assertIn(shipments[0]['name'], b.text())
+        b.shot('admin-shipments')
+        b.get('/admin/fedex_devices/')
+        b.find('table#devices')
+        self.assertIn('usb-site-a-', b.text())
+        b.shot('admin-devices')
 
-    def test_member_previews_the_plan_and_creates_a_migration(self):
+    def test_7_member_approves_the_cutover(self):
+        mid = self.p1['id']
+        # The servers stop writing: the next round converges.
+        self.writer.pause()
+        self.wait_state(mid, ('READY_FOR_CUTOVER',))
         b = self.browser
         self.login('fedex-member1')
-        b.get(MIGRATIONS + 'create/')
-        name = 'wave-%s' % self.tag
-        b.fill('#id_name', name)
-        b.fill('#id_servers', 'srv-a-%s srv-b-%s' % (self.tag, self.tag))
-        b.select('#id_source_site', 'site-a')
-        b.select('#id_dest_site', 'site-b')
-        b.fill('#id_disk_gib', '500')
-        b.fill('#id_wan_mbit', '44.76')
-        self.heartbeat()
-        b.click('#fedex-preview')
-        b.find('.fedex-plan')
-        self.assertIn('Recommended', b.text())
-        b.shot('create-with-plan-preview')
-        b.click('input.btn-primary[type="submit"]')
-        b.wait(lambda d: d.current_url.rstrip('/').endswith(
-            'fedex_migrations'), 60, 'the list after creation')
-        self.assertIn('Migration %s created' % name, ' '.join(b.messages()))
-        self.assertIn(name, b.text())
-        b.shot('member1-created')
+        b.get(MIGRATIONS)
+        self.assertEqual('READY_FOR_CUTOVER', self.cell_text(mid, 'state'))
+        b.click('%s button[value="migrations__approve_cutover__%s"]'
+                % (row(mid), mid))
+        b.wait(lambda d: b.confirm_if_asked() or b.messages(), 60,
+               'a message')
+        self.assertIn('Cutover approved', ' '.join(b.messages()))
+        b.shot('member1-cutover-approved')
+        m = self.migration(mid)
+        self.assertTrue(m['cutover_approved'])
+        self.assertIn('cutover approved',
+                      [e['message'] for e in m['events']])

@@ -44,11 +44,25 @@ def events():
         {'id': 2, 'kind': 'state', 'from_state': 'IMPORTING',
          'to_state': 'CATCHING_UP', 'message': 'imported',
          'created_at': '2026-11-24T05:10:00', 'details': {}},
-    ] + [{'id': 10 + r, 'kind': 'progress', 'message': 'round %d' % r,
-          'created_at': '2026-11-24T05:1%d:00' % r,
-          'details': {'round': r, 'bytes': b}}
-         for r, b in ((1, 900 * 1024 ** 2), (2, 200 * 1024 ** 2),
-                      (3, 50 * 1024 ** 2))]
+    ] + [round_event(10 + r, r, b) for r, b in (
+        (1, 900 * 1024 ** 2), (2, 200 * 1024 ** 2), (3, 50 * 1024 ** 2))]
+
+
+def round_event(ident, number, changed):
+    """A catch-up round's event as the manager writes it.
+
+    lsrp.manager.flows.tasks.one_round: kind ``progress``, its message, and
+    the terminal's report as details (lsrp.manager.terminal.ops._round).
+    """
+    wire = changed * 3 // 4
+    return {'id': ident, 'kind': 'progress',
+            'created_at': '2026-11-24T05:1%d:00' % number,
+            'message': 'round %d: %d bytes changed, %d on the wire in 4.0 s; '
+                       'next about %d' % (number, changed, wire, changed // 4),
+            'details': {'round': number, 'snapshot': 'ship-1-r%d' % number,
+                        'changed_bytes': changed, 'wire_bytes': wire,
+                        'seconds': 4.0, 'wire_rate': wire / 4.0,
+                        'estimate': changed // 4}}
 
 
 class TestCase(helpers.TestCase):

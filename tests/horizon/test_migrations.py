@@ -110,6 +110,17 @@ class ProjectMigrationsTests(base.TestCase):
         self.assertIn('policy does not allow fedex:migration:abort', text)
         self.assertIn('Your role does not allow this', text)
 
+    @mock.patch(API + 'migration_list')
+    def test_last_event_column_from_the_lists_summary(self, m_list, _sites):
+        m_list.return_value = [
+            base.migration('m-1', last_event=base.round_event(12, 2, 5 << 20)),
+            base.migration('m-2', last_event='cutover approved'),
+            base.migration('m-3', last_error='export failed: no space')]
+        html = self.client.get(INDEX).content.decode()
+        self.assertIn('round 2: 5242880 bytes changed', html)
+        self.assertIn('cutover approved', html)
+        self.assertIn('export failed: no space', html)
+
     @mock.patch(API + 'migration_get')
     def test_row_update_polls_one_migration(self, m_get, _sites):
         m_get.return_value = base.migration(

@@ -1,8 +1,8 @@
 """fedex-api under a real uwsgi, in front of the sandbox's real Keystone.
 
 ``Identity`` makes (idempotently) the projects, users and roles the tests
-log in as, and registers fedex-api in the Keystone catalog (service type
-``vm-shipping``). ``FedexAPIServer`` runs the project's own ``fedex-api``
+log in as: the one home of these personas (the API tests and the browser
+tests, tests/browser, log in as them). ``FedexAPIServer`` runs the project's own ``fedex-api``
 command (uwsgi) with keystonemiddleware's auth_token, on a port of the
 tests' range of the sandbox (+600..+999), with its own SQLite database,
 and stops it by its pid.
@@ -50,7 +50,7 @@ def session(auth_url, user, password=PASSWORD, project=None):
 
 
 class Identity(object):
-    """Projects, users, roles and the catalog entry, made once."""
+    """Projects, users and roles, made once."""
 
     def __init__(self, admin_session, auth_url):
         self.auth_url = auth_url

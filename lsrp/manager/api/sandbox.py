@@ -2,9 +2,11 @@
 
 The ``fedex.sandbox.cloud_services`` entry point: the cloud starts it after
 the OpenStack APIs, on base port + 280, and registers it in Keystone's
-catalog as service ``fedex``, type ``vm-shipping``. It keeps its records in
-the shared MariaDB (database ``fedex``) and checks tokens as the cloud's
-``fedex`` service user.
+catalog as service ``fedex``, type ``vm-shipping``. It shares the
+sandbox's manager (lsrp.manager.sandbox: its database ``sandbox`` on the
+shared MariaDB, its jobboard and exchange), so that what users create
+through it (the CLI, Horizon) is driven by the sandbox's conductor and
+terminal agents; it checks tokens as the cloud's ``fedex`` service user.
 """
 
 import os
@@ -17,28 +19,28 @@ PORT_NAME = 'fedex-api'
 
 
 def conf_text(cloud):
+    from lsrp.manager import deploy
+    from lsrp.manager import sandbox as manager_sandbox
     secrets = cloud.shared.secrets()
-    return '\n'.join([
-        '[DEFAULT]',
-        'log_file = %s' % os.path.join(cloud.log_dir, 'fedex-api.log'),
-        '[database]',
-        'connection = %s' % cloud.shared.database_url('fedex'),
-        '[manager]',
-        'state_path = %s' % os.path.join(cloud.dir, 'fedex-api'),
-        '[api]',
-        'auth_strategy = keystone',
-        # The sandbox's conductors (if any) pick phases up by their sweep.
-        'post_jobs = false',
-        '[keystone_authtoken]',
-        'www_authenticate_uri = %s' % cloud.keystone_url,
-        'auth_url = %s' % cloud.keystone_url,
-        'auth_type = password',
-        'username = fedex',
-        'password = %s' % secrets['service'],
-        'project_name = service',
-        'user_domain_name = Default',
-        'project_domain_name = Default',
-        ''])
+    manager = manager_sandbox.SandboxManager(cloud.sandbox).dep
+    sections = manager.common()
+    sections['DEFAULT']['log_file'] = os.path.join(cloud.log_dir,
+                                                   'fedex-api.log')
+    conf = manager.manager_conf()
+    sections.update({
+        'database': conf['database'],
+        'jobboard': conf['jobboard'],
+        'manager': {'state_path': os.path.join(cloud.dir, 'fedex-api')},
+        # Each phase is posted to the sandbox's conductor at once.
+        'api': {'auth_strategy': 'keystone', 'post_jobs': True},
+        'keystone_authtoken': {
+            'www_authenticate_uri': cloud.keystone_url,
+            'auth_url': cloud.keystone_url, 'auth_type': 'password',
+            'username': 'fedex', 'password': secrets['service'],
+            'project_name': 'service', 'user_domain_name': 'Default',
+            'project_domain_name': 'Default'},
+    })
+    return deploy._ini(sections)
 
 
 def cloud_services(cloud):
@@ -56,7 +58,8 @@ def cloud_services(cloud):
         # uwsgi: one pid, three names; a long schema sync is not an exit.
         cloud.run_dir, cloud.log_dir, marker=conf,
         comm=('python', 'fedex-api', 'uwsgi'), port=port,
-        kill_descendants=True)
+        # The schema's first sync takes minutes on a loaded machine.
+        start_timeout=600, kill_descendants=True)
     return [cloud_mod.ExtraService(service, catalog={
         'type': SERVICE_TYPE, 'name': 'fedex', 'url': cloud.url(PORT_NAME)})]
 

@@ -45,10 +45,14 @@ def _rounds(m):
 
 
 def _last_event(m):
-    events = m.get('events') or []
-    if events:
-        return events[0].get('message') or '-'
-    return m.get('last_error') or '-'
+    # The list's summary (``last_event``: a message or an event), else the
+    # newest of a shown migration's events (the row update reads one).
+    last = m.get('last_event')
+    if isinstance(last, dict):
+        last = last.get('message')
+    if not last and m.get('events'):
+        last = m['events'][0].get('message')
+    return last or m.get('last_error') or '-'
 
 
 class _MigrationAction(tables.BatchAction):

@@ -61,19 +61,21 @@ class ShipmentTab(tabs.Tab):
 
 
 def catchup_rounds(events):
-    """[(round, bytes)] from the migration's catch-up round events.
+    """[(round, bytes changed)] from the manager's catch-up round events.
 
-    A round event carries ``details.round`` and the bytes it moved in
-    ``details.bytes`` (or ``changed_bytes``).
+    The manager records each round as a ``progress`` event whose details
+    are the terminal's report (lsrp.manager.terminal.ops): ``round``,
+    ``changed_bytes`` (what the servers wrote since the previous round: the
+    remainder that must fall under the threshold), ``wire_bytes``,
+    ``estimate``...
     """
     rounds = {}
     for e in events:
         d = e.get('details') or {}
-        if 'round' not in d:
+        if e.get('kind') != 'progress' or 'round' not in d or \
+                d.get('changed_bytes') is None:
             continue
-        nbytes = d.get('bytes', d.get('changed_bytes'))
-        if nbytes is not None:
-            rounds[int(d['round'])] = int(nbytes)
+        rounds[int(d['round'])] = int(d['changed_bytes'])
     return sorted(rounds.items())
 
 
