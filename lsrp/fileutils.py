@@ -7,6 +7,7 @@ directory fsync'd, so that after ``kill -9`` or a power cut a reader finds the
 old file or the new one, never a torn one.
 """
 
+import json
 import os
 
 
@@ -34,3 +35,21 @@ def write_atomic(path, data, mode=0o644):
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(path))
+
+
+def json_entries(directory):
+    """``(path, entry)`` of each ``*.json`` file of ``directory``, by name.
+
+    Nothing when the directory does not exist. For the state a terminal
+    leaves one file per item of (rounds in flight, group commits) and reads
+    back when it starts again.
+    """
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.endswith('.json'):
+            path = os.path.join(directory, name)
+            with open(path) as f:
+                yield path, json.load(f)

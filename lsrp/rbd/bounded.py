@@ -22,6 +22,27 @@ from lsrp import exception
 GRACE = 5
 
 
+class Closing(object):
+    """``with`` closes it; a failed close never hides what ended the block.
+
+    For the connection, pools and images: their ``close`` is bounded here.
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.close()
+        except exception.CephError:
+            if exc is None:
+                raise
+            # The error that made us close says more than this one.
+
+    def close(self):
+        raise NotImplementedError()
+
+
 def close(fn, cluster, operation, target):
     """A close of ``cluster``'s: bounded, skipped once the cluster is wedged."""
     if getattr(cluster, 'wedged', False):

@@ -29,7 +29,7 @@ def feature_bits(names):
                 e, ', '.join(sorted(_FEATURE_BITS))))
 
 
-class Cluster(object):
+class Cluster(bounded.Closing):
     """A connection to one site's Ceph cluster.
 
     ::
@@ -63,14 +63,6 @@ class Cluster(object):
     def __enter__(self):
         self.connect()
         return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            self.close()
-        except exception.CephError:
-            if exc is None:
-                raise
-            # The error that made us close says more than this one.
 
     def connect(self):
         if not os.path.exists(self.conffile):
@@ -154,7 +146,7 @@ class Cluster(object):
                 p.snapshot_images(names, snapshot)
 
 
-class Pool(object):
+class Pool(bounded.Closing):
     """An open pool (an ioctx): images and groups in it."""
 
     def __init__(self, cluster, name, ioctx):
@@ -163,17 +155,6 @@ class Pool(object):
         self.name = name
         self.ioctx = ioctx
         self._rbd = rbd.RBD()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            self.close()
-        except exception.CephError:
-            if exc is None:
-                raise
-            # The error that made us close says more than this one.
 
     def close(self):
         if self.ioctx is not None:

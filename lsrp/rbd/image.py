@@ -53,7 +53,7 @@ _NAMESPACES = {
 EXTENT_WINDOW = 1 << 30
 
 
-class Image(source.Source):
+class Image(bounded.Closing, source.Source):
     """Wraps ``rbd.Image``; every error names site, pool, image and snapshot.
 
     Use as a context manager, or call :meth:`close`. Opened at a snapshot it
@@ -67,17 +67,6 @@ class Image(source.Source):
         self.name = name
         self.snapshot = snapshot
         self._image = handle
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        try:
-            self.close()
-        except exception.CephError:
-            if exc is None:
-                raise
-            # The error that made us close says more than this one.
 
     def close(self):
         """Close; bounded by the operation timeout (see lsrp.rbd.bounded)."""

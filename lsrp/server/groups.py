@@ -69,17 +69,9 @@ class GroupLog(object):
 
         Returns the groups rolled forward.
         """
-        try:
-            names = sorted(os.listdir(self.dir))
-        except FileNotFoundError:
-            return []
         finished = []
-        for name in names:
-            if not name.endswith('.json'):
-                continue
-            path = os.path.join(self.dir, name)
-            with open(path) as f:
-                entry = json.load(f)
+        for path, entry in fileutils.json_entries(self.dir):
+            group = os.path.basename(path)[:-len('.json')]
             if entry['state'] == 'committing':
                 for spec in entry['disks']:
                     pool_name, image = spec.split('/', 1)
@@ -94,12 +86,11 @@ class GroupLog(object):
                                     snaprecord.record(img, entry['snapshot'],
                                                       source)
                 LOG.warning('group %s: the commit of %s was cut short; '
-                            'finished on %s', name[:-5], entry['snapshot'],
+                            'finished on %s', group, entry['snapshot'],
                             ', '.join(entry['disks']))
-                finished.append(name[:-5])
+                finished.append(group)
             else:
                 LOG.warning('group %s: prepared, never committed; dropped '
-                            '(the next round rolls the disks back)',
-                            name[:-5])
+                            '(the next round rolls the disks back)', group)
             os.unlink(path)
         return finished

@@ -43,17 +43,8 @@ class InFlight(object):
 
         Returns the disks rolled back.
         """
-        try:
-            names = sorted(os.listdir(self.dir))
-        except FileNotFoundError:
-            return []
         rolled = []
-        for name in names:
-            if not name.endswith('.json'):
-                continue
-            path = os.path.join(self.dir, name)
-            with open(path) as f:
-                entry = json.load(f)
+        for path, entry in fileutils.json_entries(self.dir):
             disk, base = entry['disk'], entry['base']
             pool_name, image_name = disk.split('/', 1)
             try:
@@ -65,13 +56,13 @@ class InFlight(object):
                             # The killed terminal may hold the lock.
                             image.break_locks()
                             image.rollback_to_snapshot(base)
-                            LOG.warning('%s: a round to %s was cut short; '
-                                        'head rolled back to %s', disk,
-                                        entry['snapshot'], base)
+                            LOG.warning('%s at %s: a round to %s was cut '
+                                        'short; head rolled back to %s', disk,
+                                        cluster.site, entry['snapshot'], base)
                             rolled.append(disk)
             except (exception.ImageNotFound, exception.SnapshotNotFound):
-                LOG.warning('%s: a round to %s was cut short, and the image '
-                            'or %s is gone: nothing to roll back', disk,
-                            entry['snapshot'], base)
+                LOG.warning('%s at %s: a round to %s was cut short, and the '
+                            'image or %s is gone: nothing to roll back', disk,
+                            cluster.site, entry['snapshot'], base)
             os.unlink(path)
         return rolled
