@@ -95,6 +95,11 @@ class DeviceSet(object):
                         'of %s' % (path, label['device_index'],
                                    label['shipment_id'], index, shipment_id))
             else:
+                # A label being written when the exporter was killed (-9):
+                # its temporary file is ours, not someone's data.
+                partial = os.path.join(path, LABEL + '.tmp')
+                if os.path.exists(partial):
+                    os.unlink(partial)
                 if os.listdir(path):
                     raise exception.NotADevice(
                         path=path, reason='not empty and has no label; '

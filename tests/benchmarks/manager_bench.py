@@ -202,7 +202,7 @@ class Bench(object):
 
     # --- overhead ----------------------------------------------------------------
 
-    def lsrp(self, site, *args):
+    def lsrp(self, site, *args, ceph=True):
         s = self.sb.site(site)
         side = site[-1]
         cmd = [os.path.join(BIN, 'lsrp'),
@@ -211,8 +211,9 @@ class Bench(object):
                '--shipment-key_dir', os.path.join(self.work, 'direct',
                                                   'keys')]
         cmd += list(args)
-        cmd += ['--ceph-conf', s.conf, '--keyring', s.keyring,
-                '--site', site]
+        if ceph:
+            cmd += ['--ceph-conf', s.conf, '--keyring', s.keyring,
+                    '--site', site]
         out = subprocess.run(cmd, capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit('failed: %s\n%s' % (' '.join(cmd), out.stderr[-2000:]))
@@ -251,9 +252,10 @@ class Bench(object):
             self.lsrp('site-a', 'export', spec, '--snapshot', 'seed',
                       '--create-snapshot', '--shipment-id', ship,
                       '--progress', 'none', *devs)
-            digest = self.lsrp('site-a', 'seal', '--shipment-id',
-                               ship).split()[-1]
-            self.lsrp('site-b', 'verify', '--expect-digest', digest, *devs)
+            digest = self.lsrp('site-a', 'seal', '--shipment-id', ship,
+                               ceph=False).split()[-1]
+            self.lsrp('site-b', 'verify', '--expect-digest', digest, *devs,
+                      ceph=False)
             self.lsrp('site-b', 'import', '--expect-digest', digest,
                       '--pool-map', 'vms=vms', '--progress', 'none', *devs)
             for extra in ([], ['--verify']):

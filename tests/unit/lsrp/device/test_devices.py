@@ -162,6 +162,16 @@ class TestDeviceSet(DeviceTestCase):
                               [victim], 'ship-3', 1, 0, 'x')
         self.assertIn(victim, str(e))
 
+    def test_label_half_written_by_a_killed_export_is_redone(self):
+        # kill -9 between the label's temporary file and its rename.
+        dev = os.path.join(self.root, 'killed')
+        os.makedirs(dev)
+        with open(os.path.join(dev, deviceset.LABEL + '.tmp'), 'w') as f:
+            f.write('{"format": ')
+        devset = deviceset.DeviceSet.create([dev], 'ship-4', 1, 0, 'x')
+        self.assertEqual('ship-4', devset.shipment_id)
+        self.assertEqual([deviceset.LABEL], os.listdir(dev))
+
     def test_too_many_missing_devices_are_listed(self):
         shutil.rmtree(self.paths[0])
         shutil.rmtree(self.paths[2])
