@@ -17,6 +17,7 @@ outside as the guest's pause; ``rbd export | sha256sum`` at B equals A's
 final state.
 """
 
+import json
 import os
 import socket
 import subprocess
@@ -24,6 +25,7 @@ import threading
 import time
 from xml.etree import ElementTree as etree
 
+from lsrp.manager import actions
 from lsrp.manager.db import api as db
 from lsrp.manager import states
 from lsrp.sandbox.services import cloud as cloud_mod
@@ -53,6 +55,12 @@ def cloud(sandbox):
 
 class CutoverTestCase(base.ManagerTestCase):
     """The mini-cloud, this test's fedex-api and conductor, and helpers."""
+
+    # After one rollback the cutover waits for the operator: the rollback
+    # test sees catch-up go on without a second cutover starting.
+    CONDUCTOR_OPTIONS = {
+        'test_failure_after_memory_copy_rolls_back': {
+            'cutover_max_attempts': 1}}
 
     def setUp(self):
         super().setUp()
@@ -86,6 +94,16 @@ class CutoverTestCase(base.ManagerTestCase):
         self.api.sections = self._api_sections
         self.api.start()
         self.addCleanup(self.api.stop)
+        conductor_options = self.CONDUCTOR_OPTIONS.get(
+            self._testMethodName, {})
+        if conductor_options:
+            plain_conf = self.dep.manager_conf
+
+            def manager_conf(name=None):
+                sections = plain_conf(name)
+                sections['conductor'].update(conductor_options)
+                return sections
+            self.dep.manager_conf = manager_conf
         self.dep.start_conductor('conductor-nova')
         self.start_terminals()
 
@@ -277,4 +295,43 @@ class TestNovaCutover(CutoverTestCase):
                          counters)
         self.assertIn(self.host(SITE_A_HOST).virsh('domstate', sid).strip(),
                       ('running',))
-        print('rollback: guest alive at A, counter %d' % resumed.counter)
+        # Nova's migration record says it failed; the manager's migration
+        # went through ROLLED_BACK, naming the final delta's failure.
+        records = json.loads(self.openstack(
+            '--os-compute-api-version', '2.80', 'server', 'migration',
+            'list', '--server', sid, '-f', 'json'))
+        live = [r['Status'] for r in records
+                if r.get('Type', r.get('Migration Type')) == 'live-migration']
+        self.assertIn(live[:1], (['failed'], ['error']), records)
+        rows = db.events(self.ctx, {'migration_id': m['id']})
+        rolled = [e for e in rows if e['to_state'] == states.ROLLED_BACK]
+        self.assertEqual(1, len(rolled), self.events(m))
+        self.assertIn('final delta', rolled[0]['message'])
+        # Catch-up goes on once the destination terminal is back; the
+        # cutover does not start again by itself ([conductor]
+        # cutover_max_attempts = 1 here): it waits for the operator.
+        self.assertTrue(any('waits for the operator' in e
+                            for e in self.events(m)), self.events(m))
+        self.dep.start_agent('site-b')
+        self.dep.wait(lambda: all(t['health'] == 'UP' for t in
+                                  actions.terminal_list(self.ctx)), 120,
+                      'terminal-site-b back')
+        for _ in range(3):
+            self.wait_state(m, (states.FAILED, states.READY_FOR_CUTOVER),
+                            timeout=600)
+            if self.state(m) == states.READY_FOR_CUTOVER:
+                break
+            # A catch-up round met the dead terminal: the operator's retry.
+            actions.migration_retry(self.ctx, m['id'])
+        self.assertEqual(states.READY_FOR_CUTOVER, self.state(m),
+                         self.events(m))
+        ready = actions.cutover_ready(self.ctx, m['id'])
+        self.assertFalse(ready['ready'])
+        self.assertIn('approve it again', ' '.join(ready['reasons']))
+        time.sleep(5)
+        self.assertEqual(states.READY_FOR_CUTOVER, self.state(m))
+        self.assertEqual(SITE_A_HOST,
+                         self.show(sid)['OS-EXT-SRV-ATTR:host'])
+        print('rollback: guest alive at A, counter %d; migration %s back '
+              'to READY_FOR_CUTOVER, waiting for approval' % (
+                  resumed.counter, m['id']))

@@ -660,6 +660,9 @@ class FinalDelta(Cutover):
 
 NOVA_REQUESTED = 'nova live migration requested'
 NOVA_UNCLEAR = 'nova gave no clear answer'
+# Seconds after a request before "Nova has no record of it" means it never
+# started.
+NOVA_START_GRACE = 300
 
 
 def cutover_began(ctx, m):
@@ -746,9 +749,16 @@ def reconcile_nova_cutover(ctx, m):
         jobs.post(ctx, m['id'], 'cutover')
         return 'reposted'
     outcomes = {}
+    now = db.now()
     for server_id, request_id, at in requests:
-        outcomes[server_id] = nova.live_migration_outcome(
-            server_id, request_id, since=at)
+        outcome = nova.live_migration_outcome(server_id, request_id,
+                                              since=began)
+        if outcome['status'] is None and (
+                now - db.utcfromiso(at)).total_seconds() < NOVA_START_GRACE:
+            # No record yet: a request that reached Nova late (an
+            # overloaded API) may still start it.
+            outcome['ended'] = None
+        outcomes[server_id] = outcome
     if any(o['ended'] is None or o['task_state'] is not None
            for o in outcomes.values()):
         return 'running'

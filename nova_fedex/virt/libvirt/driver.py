@@ -23,6 +23,7 @@ migration to a compute of *another* site is a FedEx cutover, and only that:
 """
 
 import functools
+import threading
 import time
 
 from nova.compute import power_state
@@ -114,6 +115,16 @@ class _Cutover(object):
         self.refused = None       # why the guest proxy did not migrate
         self.flags = None         # the flags the migration ran with
         self.timings = {}
+        # The pause's work (final delta, resume) runs once, in whichever
+        # thread reaches it first: libvirt's migration call returning
+        # (the exact end of the memory copy) or Nova's monitor, which
+        # polls the job every 0.5 s.
+        self.pause_lock = threading.Lock()
+        self.pause_claimed = False
+        self.pause_done = threading.Event()
+        self.failure = None       # why the pause's work failed
+        self.reports = []         # (event, details) to send after it
+        self.after_copy = None    # callable(): the pause's work
 
     def close(self):
         if self.delta is not None:
@@ -163,10 +174,15 @@ class _FedexGuest(object):
         flags = (flags | VIR_MIGRATE_PAUSED) & ~lv.VIR_MIGRATE_POSTCOPY
         cutover.flags = flags
         cutover.timings['migrate'] = time.monotonic()
-        return self._guest.migrate(
+        result = self._guest.migrate(
             destination, migrate_uri=migrate_uri, migrate_disks=migrate_disks,
             destination_xml=destination_xml, flags=flags,
             bandwidth=bandwidth, parallel=parallel)
+        # The memory is copied and the source QEMU stopped: the pause has
+        # begun. Do its work now rather than at Nova's next poll.
+        if cutover.after_copy is not None:
+            cutover.after_copy()
+        return result
 
 
 class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
@@ -235,6 +251,10 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         except Exception as e:     # reports never stop a cutover
             LOG.warning('FedEx: cannot report %s of migration %s: %s',
                         event, plan.migration_id, e)
+
+    def _fedex_send(self, context, plan, reports):
+        for event, details in reports:
+            self._fedex_report(context, plan, event, **details)
 
     def _fedex_unsupported(self, instance, plan, migrate_data,
                            block_device_info):
@@ -419,6 +439,8 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             recover_method(context, instance, dest, migrate_data)
             return
         self._fedex_cutovers[instance.uuid] = cutover
+        cutover.after_copy = functools.partial(self._fedex_pause_work,
+                                               cutover, instance)
         self._fedex_report(context, cutover.plan, 'migrating', dest=dest)
         try:
             super().live_migration(
@@ -471,38 +493,80 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         return recover_method(context, instance, dest, migrate_data,
                               *args, **kwargs)
 
-    def _fedex_post(self, cutover, post_method, recover_method, context,
-                    instance, dest, block_migration, migrate_data):
-        """At libvirt COMPLETED: final delta, resume, then Nova's post."""
-        plan = cutover.plan
+    def _fedex_pause_work(self, cutover, instance):
+        """Inside the pause: the final delta, then the resume at B.
+
+        Runs once (see ``_Cutover.pause_lock``); never raises: a failure is
+        kept in ``cutover.failure`` for ``_fedex_post`` to roll back. The
+        reports wait until the guest runs again: each is an HTTP call to
+        fedex-api, and inside the pause every millisecond counts.
+        """
+        with cutover.pause_lock:
+            if cutover.pause_claimed:
+                claimed = False
+            else:
+                cutover.pause_claimed = claimed = True
+        if not claimed:
+            cutover.pause_done.wait(CONF.fedex.final_delta_timeout + 60)
+            return
+        try:
+            self._fedex_pause_work_once(cutover, instance)
+        except Exception as e:     # kept for _fedex_post
+            cutover.failure = cutover.failure or e
+        finally:
+            cutover.pause_done.set()
+
+    def _fedex_pause_work_once(self, cutover, instance):
         paused_at = time.monotonic()
+        cutover.reports.append(('paused_at_destination', {}))
         try:
             self._fedex_wait_source_stopped(instance)
-            self._fedex_report(context, plan, 'paused_at_destination')
             cutover.delta.apply(CONF.fedex.final_delta_timeout)
-            cutover.timings['delta'] = time.monotonic() - paused_at
-            self._fedex_report(context, plan, 'delta_applied',
-                               changed=cutover.delta.changed,
-                               wire=cutover.delta.wire,
-                               seconds=cutover.delta.seconds)
         except Exception as e:
             LOG.error('FedEx: cutover fails before the resume: %s; moving '
                       'the guest back', e, instance=instance)
-            self._fedex_roll_back(cutover, context, instance, e)
-            _record_fault(context, instance, e)
-            return recover_method(context, instance, dest, migrate_data)
+            cutover.failure = e
+            return
+        delta_done = time.monotonic()
+        cutover.timings['delta'] = delta_done - paused_at
+        cutover.reports.append(('delta_applied', dict(
+            changed=cutover.delta.changed, wire=cutover.delta.wire,
+            seconds=cutover.delta.seconds)))
         # From here on site B holds the only current state: go forward.
-        if not cutover.was_paused:
-            try:
-                cutover.peer.lookupByUUIDString(instance.uuid).resume()
-                self._fedex_report(
-                    context, plan, 'resumed',
-                    pause_seconds=time.monotonic() - paused_at)
-            except Exception as e:
-                LOG.warning('FedEx: resuming at %s failed (%s); the '
-                            'destination resumes it in '
-                            'post_live_migration_at_destination', dest, e,
-                            instance=instance)
+        if cutover.was_paused:
+            return
+        try:
+            cutover.peer.lookupByUUIDString(instance.uuid).resume()
+        except Exception as e:
+            LOG.warning('FedEx: resuming at the destination failed (%s); '
+                        'it resumes the guest in '
+                        'post_live_migration_at_destination', e,
+                        instance=instance)
+            return
+        now = time.monotonic()
+        cutover.reports.append(('resumed', dict(
+            pause_seconds=now - paused_at,
+            resume_seconds=now - delta_done,
+            wait_source_seconds=cutover.timings['delta'] -
+            cutover.delta.seconds)))
+
+    def _fedex_post(self, cutover, post_method, recover_method, context,
+                    instance, dest, block_migration, migrate_data):
+        """At libvirt COMPLETED: the pause's work done, then Nova's post."""
+        plan = cutover.plan
+        # Usually done already, in libvirt's migration thread.
+        self._fedex_pause_work(cutover, instance)
+        if not cutover.pause_done.is_set() and cutover.failure is None:
+            cutover.failure = exception.CutoverError(
+                server=instance.uuid, migration=plan.migration_id,
+                reason='the final delta did not end within %d s' %
+                CONF.fedex.final_delta_timeout)
+        self._fedex_send(context, plan, cutover.reports)
+        if cutover.failure is not None:
+            self._fedex_roll_back(cutover, context, instance,
+                                  cutover.failure)
+            _record_fault(context, instance, cutover.failure)
+            return recover_method(context, instance, dest, migrate_data)
         result = post_method(context, instance, dest, block_migration,
                              migrate_data)
         self._fedex_report(context, plan, 'completed', dest=dest)

@@ -6,6 +6,7 @@ returns); the manager's database and state machine are real.
 
 from unittest import mock
 
+import fixtures
 from oslo_config import cfg
 
 from lsrp import exception
@@ -241,3 +242,23 @@ class TestOutcome(NovaCutoverTestCase):
         # No record since the request and nothing in progress: not started.
         self.assertIsNone(out['status'])
         self.assertEqual('failed', out['ended'])
+
+
+class TestLateRequest(NovaCutoverTestCase):
+
+    def test_no_record_yet_is_not_a_failure_within_the_grace(self):
+        self.nova.migrate = FakeResponse(503, 'Service Unavailable')
+        m = self.cutting_over(self.ready_migration())
+        # Nova has no record and no task yet: the request may still start.
+        self.nova.migrations = []
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'a1',
+                            'OS-EXT-STS:task_state': None}
+        self.assertEqual('running', tasks.reconcile_nova_cutover(self.ctx, m))
+        # Past the grace: it never started; rolled back, saying so.
+        self.useFixture(fixtures.MockPatch(
+            'lsrp.manager.flows.tasks.NOVA_START_GRACE', -1))
+        self.assertEqual('rolled_back',
+                         tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertIn('Nova did not start the live migration of server vm0',
+                      m['last_error'])
