@@ -83,7 +83,7 @@ class TestRegisteredImplementations(testtools.TestCase):
         for info in pkgutil.walk_packages(lsrp.__path__, 'lsrp.'):
             # A WSGI entry module builds its application (reads its
             # configuration files) when imported: it holds no source or sink.
-            if info.name.endswith('.wsgi'):
+            if info.name.rsplit('.', 1)[-1].endswith('wsgi'):
                 continue
             importlib.import_module(info.name)
         for interface, registry in REGISTRIES:
