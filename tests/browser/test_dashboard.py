@@ -54,7 +54,8 @@ class TestDashboard(base.BrowserTestCase):
         cls.images, cls.created = [], []
         cls.writer = None
         cls.web, cls.db = 'web-%s' % cls.tag, 'db-%s' % cls.tag
-        cls.blank_devices(2)
+        # Each migration takes its devices (data and parity) for good.
+        cls.blank_devices(6)
         cls.server(cls.web, 32 * MIB)
         cls.server(cls.db, 8 * MIB)
         cls.writer = demo.Writer(cls.stack.clusters['site-a'],
