@@ -41,7 +41,7 @@ def row(mid):
 
 
 def cell(mid, name):
-    return '%s td[data-cell-name="%s"]' % (row(mid), name)
+    return '%s td[data-fedex-cell="%s"]' % (row(mid), name)
 
 
 class TestDashboard(base.BrowserTestCase):
@@ -251,6 +251,8 @@ class TestDashboard(base.BrowserTestCase):
         self.login('fedex-reader1')
         b.get(MIGRATIONS)
         b.find(row(mid))
+        # Abort is not the row's first action: it sits in the row's menu.
+        b.click('%s .dropdown-toggle' % row(mid))
         b.click('%s button[value="migrations__abort__%s"]' % (row(mid), mid))
         b.wait(lambda d: b.confirm_if_asked() or b.messages(), 60,
                'a message')

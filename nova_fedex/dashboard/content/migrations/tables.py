@@ -170,6 +170,14 @@ def _name_sites(request, migrations):
         m['dest_site'] = names.get(m.get('dest_site_id'))
 
 
+def _named(name):
+    """Cell attributes naming the column, for scripts and browser tests.
+
+    Horizon sets data-cell-name only on inline-editable cells.
+    """
+    return lambda _datum: {'data-fedex-cell': name}
+
+
 class MigrationsTable(tables.DataTable):
     name = tables.WrappingColumn(
         lambda m: m.get('name') or m['id'], verbose_name=_('Name'),
@@ -177,11 +185,15 @@ class MigrationsTable(tables.DataTable):
     servers = tables.Column(_servers, verbose_name=_('Servers'))
     route = tables.Column(_route, verbose_name=_('Source \u2192 Destination'))
     state = tables.Column('state', verbose_name=_('State'), status=True,
-                          status_choices=states.STATUS_CHOICES)
-    progress = tables.Column(_progress, verbose_name=_('Progress'))
-    rounds = tables.Column(_rounds, verbose_name=_('Rounds'))
-    last_event = tables.WrappingColumn(_last_event,
-                                       verbose_name=_('Last event'))
+                          status_choices=states.STATUS_CHOICES,
+                          cell_attributes_getter=_named('state'))
+    progress = tables.Column(_progress, verbose_name=_('Progress'),
+                             cell_attributes_getter=_named('progress'))
+    rounds = tables.Column(_rounds, verbose_name=_('Rounds'),
+                           cell_attributes_getter=_named('rounds'))
+    last_event = tables.WrappingColumn(
+        _last_event, verbose_name=_('Last event'),
+        cell_attributes_getter=_named('last_event'))
 
     # Set by the panel's view: 'horizon:project:fedex_migrations' or admin.
     url_namespace = 'horizon:project:fedex_migrations'
