@@ -372,6 +372,17 @@ def migration_approve_cutover(ctx, migration):
     return _progress(m)
 
 
+def _cutover_max_attempts():
+    """[conductor] cutover_max_attempts, in every process that calls us.
+
+    fedex-api and ``fedex-sandbox demo`` read it too, and register only the
+    options of their own: registering the same options again is a no-op.
+    """
+    from lsrp.manager import opts    # late: opts imports our importers
+    CONF.register_opts(opts.conductor_opts, group='conductor')
+    return CONF.conductor.cutover_max_attempts
+
+
 def cutover_ready(ctx, migration):
     """For Nova: may the cutover start now? (state, approval, window)."""
     m = db.get(ctx, 'migration', migration)
@@ -382,12 +393,12 @@ def cutover_ready(ctx, migration):
             not m['cutover_approved']:
         reasons.append('the cutover is not approved')
     rollbacks = cutover_rollbacks(ctx, m)
-    if rollbacks >= CONF.conductor.cutover_max_attempts:
+    if rollbacks >= _cutover_max_attempts():
         reasons.append(
             'the cutover rolled back %d times since it was last approved '
             '([conductor] cutover_max_attempts = %d): approve it again '
             '(openstack fedex migration cutover %s)' % (
-                rollbacks, CONF.conductor.cutover_max_attempts, m['id']))
+                rollbacks, _cutover_max_attempts(), m['id']))
     if not options_mod.in_cutover_window(m['options']):
         reasons.append('outside the cutover window %s-%s UTC' % (
             m['options']['cutover_window']['start'],
@@ -455,7 +466,7 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
                       values={'last_error': reason},
                       message='cutover rolled back: %s' % reason)
     rollbacks = cutover_rollbacks(ctx, m)
-    if rollbacks >= CONF.conductor.cutover_max_attempts:
+    if rollbacks >= _cutover_max_attempts():
         db.add_event(
             ctx, 'migration', m['id'], 'cutover',
             'no more automatic cutovers: %d rollbacks since the last '

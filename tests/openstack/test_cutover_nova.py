@@ -77,6 +77,9 @@ class CutoverTestCase(base.ManagerTestCase):
         extra = {k: manager[k] for k in ('DEFAULT', 'shipment_keys',
                                          'database', 'jobboard', 'cinder')}
         extra['api'] = {'post_jobs': True}
+        # fedex-api takes Nova's report of a rollback: the same limit.
+        extra['conductor'] = dict(self.CONDUCTOR_OPTIONS.get(
+            self._testMethodName, {}))
         # The computes know fedex-api from the catalog (and keep the token
         # that told them): this test's fedex-api, on this test's database,
         # takes the cloud's port; the cloud's own comes back afterwards.
