@@ -372,7 +372,7 @@ def migration_approve_cutover(ctx, migration):
     return _progress(m)
 
 
-def _cutover_max_attempts():
+def cutover_max_attempts():
     """[conductor] cutover_max_attempts, in every process that calls us.
 
     fedex-api and ``fedex-sandbox demo`` read it too, and register only the
@@ -393,12 +393,12 @@ def cutover_ready(ctx, migration):
             not m['cutover_approved']:
         reasons.append('the cutover is not approved')
     rollbacks = cutover_rollbacks(ctx, m)
-    if rollbacks >= _cutover_max_attempts():
+    if rollbacks >= cutover_max_attempts():
         reasons.append(
             'the cutover rolled back %d times since it was last approved '
             '([conductor] cutover_max_attempts = %d): approve it again '
             '(openstack fedex migration cutover %s)' % (
-                rollbacks, _cutover_max_attempts(), m['id']))
+                rollbacks, cutover_max_attempts(), m['id']))
     if not options_mod.in_cutover_window(m['options']):
         reasons.append('outside the cutover window %s-%s UTC' % (
             m['options']['cutover_window']['start'],
@@ -466,7 +466,7 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None):
                       values={'last_error': reason},
                       message='cutover rolled back: %s' % reason)
     rollbacks = cutover_rollbacks(ctx, m)
-    if rollbacks >= _cutover_max_attempts():
+    if rollbacks >= cutover_max_attempts():
         db.add_event(
             ctx, 'migration', m['id'], 'cutover',
             'no more automatic cutovers: %d rollbacks since the last '

@@ -25,6 +25,8 @@ import threading
 import time
 from xml.etree import ElementTree as etree
 
+from oslo_config import cfg
+
 from lsrp.manager import actions
 from lsrp.manager.db import api as db
 from lsrp.manager import states
@@ -328,6 +330,11 @@ class TestNovaCutover(CutoverTestCase):
             actions.migration_retry(self.ctx, m['id'])
         self.assertEqual(states.READY_FOR_CUTOVER, self.state(m),
                          self.events(m))
+        # This process asks as Nova's computes would, with the same limit.
+        actions.cutover_max_attempts()      # registers the option here
+        cfg.CONF.set_override('cutover_max_attempts', 1, group='conductor')
+        self.addCleanup(cfg.CONF.clear_override, 'cutover_max_attempts',
+                        group='conductor')
         ready = actions.cutover_ready(self.ctx, m['id'])
         self.assertFalse(ready['ready'])
         self.assertIn('approve it again', ' '.join(ready['reasons']))
