@@ -370,6 +370,12 @@ class TestRollBack(CutoverTestBase):
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fail))
         self.cutover(migration='failed')
         self.assert_active_at_source()
+        # Nova marks its migration failed from the live-migration thread,
+        # which closes the final delta's connections just after.
+        deadline = time.monotonic() + 10
+        while (self.deltas[0].calls != ['open', 'close'] and
+               time.monotonic() < deadline):
+            time.sleep(0.1)
         self.assertEqual(['open', 'close'], self.deltas[0].calls)
         self.assertEqual(['migrating', 'rolled_back'], self.events())
 
