@@ -187,6 +187,32 @@ class CutoverTestCase(base.ManagerTestCase):
             self.assertEqual(state['secrets']['site-b'],
                              d.find('auth/secret').get('uuid'))
 
+    def cutover_with_dead_destination(self, m):
+        """Approve the cutover; kill the destination terminal as it starts.
+
+        The terminal dies once the source compute has opened its
+        final-delta connections (nova_fedex reports 'migrating' just before
+        libvirt starts the memory copy): the copy completes, the final delta
+        cannot, and the paused guest must come back to A (never stranded).
+        """
+        def kill_terminal_when_migrating():
+            def migrating():
+                return any('nova: migrating' in e for e in self.events(m))
+            self.dep.wait(migrating, 600, 'the cutover to start',
+                          interval=0.05)
+            self.dep.processes[self.sandbox.terminal('site-b')[0]].kill9()
+        killer = threading.Thread(target=kill_terminal_when_migrating,
+                                  daemon=True)
+        killer.start()
+        self.openstack('fedex', 'migration', 'cutover', m['id'])
+        killer.join(700)
+        self.dep.wait(lambda: any('nova: rolled_back' in e or
+                                  'nova: stranded' in e
+                                  for e in self.events(m)), 600,
+                      'the end of the cutover')
+        self.assertFalse(any('nova: stranded' in e for e in self.events(m)),
+                         self.events(m))
+
 
 class TestNovaCutover(CutoverTestCase):
 
@@ -264,27 +290,7 @@ class TestNovaCutover(CutoverTestCase):
              if any(s['server_id'] == sid for s in x['servers'])][0]
         self.assertEqual(states.READY_FOR_CUTOVER, self.state(m), out)
 
-        # The destination terminal dies once the source compute has opened
-        # its final-delta connections (nova_fedex reports 'migrating' just
-        # before libvirt starts the memory copy): the copy completes, the
-        # final delta cannot, and the paused guest must come back to A.
-        def kill_terminal_when_migrating():
-            def migrating():
-                return any('nova: migrating' in e for e in self.events(m))
-            self.dep.wait(migrating, 600, 'the cutover to start',
-                          interval=0.05)
-            self.dep.processes[self.sandbox.terminal('site-b')[0]].kill9()
-        killer = threading.Thread(target=kill_terminal_when_migrating,
-                                  daemon=True)
-        killer.start()
-        self.openstack('fedex', 'migration', 'cutover', m['id'])
-        killer.join(700)
-        self.dep.wait(lambda: any('nova: rolled_back' in e or
-                                  'nova: stranded' in e
-                                  for e in self.events(m)), 600,
-                      'the end of the cutover')
-        self.assertFalse(any('nova: stranded' in e for e in self.events(m)),
-                         self.events(m))
+        self.cutover_with_dead_destination(m)
         self.assertTrue(any('migrated back' in e or 'rolled_back' in e
                             for e in self.events(m)))
 

@@ -16,7 +16,6 @@ attached at A with its data intact.
 import hashlib
 import os
 import subprocess
-import threading
 import time
 from xml.etree import ElementTree as etree
 
@@ -230,23 +229,7 @@ class TestVolumeCutover(nova_t.CutoverTestCase):
         self.assertEqual(('in-use', 1), (shown['status'], shown['size']))
 
         # The rollback after the memory copy (as test_cutover_nova).
-        def kill_terminal_when_migrating():
-            def migrating():
-                return any('nova: migrating' in e for e in self.events(m))
-            self.dep.wait(migrating, 600, 'the cutover to start',
-                          interval=0.05)
-            self.dep.processes[self.sandbox.terminal('site-b')[0]].kill9()
-        killer = threading.Thread(target=kill_terminal_when_migrating,
-                                  daemon=True)
-        killer.start()
-        self.openstack('fedex', 'migration', 'cutover', m['id'])
-        killer.join(700)
-        self.dep.wait(lambda: any('nova: rolled_back' in e or
-                                  'nova: stranded' in e
-                                  for e in self.events(m)), 600,
-                      'the end of the cutover')
-        self.assertFalse(any('nova: stranded' in e for e in self.events(m)),
-                         self.events(m))
+        self.cutover_with_dead_destination(m)
 
         def settled():
             shown = self.show(sid)
