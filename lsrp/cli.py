@@ -13,7 +13,6 @@ digest), 2 usage or any other error.
 """
 
 import asyncio
-import ctypes
 import json
 import logging as std_logging
 import ssl
@@ -33,6 +32,7 @@ from lsrp.device import receiver as receiver_mod
 from lsrp.device import remote as remote_mod
 from lsrp.device import verify as verify_mod
 from lsrp import exception
+from lsrp import malloc
 from lsrp import opts
 from lsrp import progress as progress_mod
 from lsrp.protocol import client as client_mod
@@ -49,20 +49,6 @@ EXIT_OK, EXIT_ERROR, EXIT_VERIFY = 0, 2, 3
 REMOTE_VERIFY_CODES = ('DIGEST_MISMATCH', 'BASE_DIFFERS')
 EXIT_CODES = ('Exit codes: 0 done, 3 verification failed (damaged or altered '
               'data, wrong digest), 2 any other error.')
-M_ARENA_MAX = -8
-
-
-def limit_malloc_arenas(arenas=2):
-    """Keep glibc from giving each thread an arena of its own.
-
-    NOTE: our threads pass multi-MiB buffers around; with one arena per
-    thread glibc kept ~75 MB more of freed buffers in an import (measured
-    with /usr/bin/time -v). Must run before threads start.
-    """
-    try:
-        ctypes.CDLL('libc.so.6').mallopt(M_ARENA_MAX, arenas)
-    except (OSError, AttributeError):
-        pass  # not glibc: nothing to tune
 
 
 COMMAND_LIST = [
@@ -496,7 +482,7 @@ COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
 
 
 def main(argv=None):
-    limit_malloc_arenas()
+    malloc.tune()
     argv = sys.argv[1:] if argv is None else argv
     cmdline.register_logging(CONF, argv)
     # stdout carries results (JSON with --progress json): logs go to stderr.

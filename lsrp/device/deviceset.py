@@ -234,6 +234,26 @@ class DeviceSet(object):
             return None
         return data if len(data) == length else None
 
+    def read_shard_into(self, stripe, shard, offset, buf):
+        """Read one shard into ``buf``; False if its device is missing/short.
+
+        Reads straight into the caller's buffer: no copy.
+        """
+        index = self.device_of(stripe, shard)
+        if index not in self.paths:
+            return False
+        try:
+            fd = self._file(index, 'r').fileno()
+            view = memoryview(buf)
+            while view:
+                got = os.preadv(fd, [view], offset)
+                if got <= 0:
+                    return False
+                view, offset = view[got:], offset + got
+        except OSError:
+            return False
+        return True
+
     def close(self):
         for f in self._files.values():
             f.close()

@@ -12,7 +12,6 @@ complete, and exits 0.
 
 import asyncio
 import contextlib
-import ctypes
 import signal
 import sys
 
@@ -22,6 +21,7 @@ from oslo_log import log as logging
 from lsrp import cmdline
 from lsrp.device import keystore
 from lsrp import exception
+from lsrp import malloc
 from lsrp import opts
 from lsrp.rbd import Cluster
 from lsrp.server import service
@@ -70,10 +70,7 @@ async def serve(conf):
 
 
 def main(argv=None):
-    try:
-        ctypes.CDLL('libc.so.6').mallopt(-8, 2)  # see lsrp.cli
-    except (OSError, AttributeError):
-        pass
+    malloc.tune()
     argv = sys.argv[1:] if argv is None else argv
     cmdline.register_logging(CONF, argv)
     CONF.set_default('use_stderr', True)

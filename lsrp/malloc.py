@@ -1,0 +1,40 @@
+"""glibc malloc settings for the processes that move image data.
+
+Every stage of an export or import makes buffers of 4-8 MiB (a piece read
+from librbd, a stripe, its parity, a group decoded for writing). glibc
+serves each one above its mmap threshold with a fresh ``mmap`` and gives it
+back on free, so the kernel zeroes and maps 2048 pages again for every
+8 MiB: 2 us a page, ~0.55 CPU seconds per GiB moved through each such
+buffer (measured: 200 joins of 8 MiB took 2.27 CPU s, 1.84 of them in the
+kernel's page faults, and 0.27 s with the settings below). The ``rbd`` CLI
+does not pay this: it runs on tcmalloc, which keeps freed memory.
+
+So: buffers up to 32 MiB come from the heap and freed memory is kept up to
+``TRIM`` bytes, in at most ``ARENAS`` arenas (with one arena per thread
+glibc kept ~75 MB more of freed buffers in an import). The queues between
+the stages are bounded, so what is kept is bounded too (peak RSS: see the
+shipments page). Call :func:`tune` first thing in ``main``, before threads
+start.
+"""
+
+import ctypes
+
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
+
+ARENAS = 2
+# Above every buffer of ours (and glibc's default upper bound on 64-bit).
+MMAP_THRESHOLD = 32 << 20
+TRIM = 64 << 20
+
+
+def tune(arenas=ARENAS, mmap_threshold=MMAP_THRESHOLD, trim=TRIM):
+    """Apply the settings; returns False where malloc is not glibc's."""
+    try:
+        libc = ctypes.CDLL('libc.so.6')
+        return all([libc.mallopt(M_ARENA_MAX, arenas),
+                    libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold),
+                    libc.mallopt(M_TRIM_THRESHOLD, trim)])
+    except (OSError, AttributeError):
+        return False  # not glibc: nothing to tune
