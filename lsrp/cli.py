@@ -32,7 +32,7 @@ from lsrp.device import receiver as receiver_mod
 from lsrp.device import remote as remote_mod
 from lsrp.device import verify as verify_mod
 from lsrp import exception
-from lsrp import malloc
+from lsrp import memory
 from lsrp import opts
 from lsrp import progress as progress_mod
 from lsrp.protocol import client as client_mod
@@ -482,7 +482,7 @@ COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
 
 
 def main(argv=None):
-    malloc.tune()
+    memory.tune()
     argv = sys.argv[1:] if argv is None else argv
     cmdline.register_logging(CONF, argv)
     # stdout carries results (JSON with --progress json): logs go to stderr.

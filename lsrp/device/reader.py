@@ -11,6 +11,8 @@ import concurrent.futures
 import itertools
 import threading
 
+import numpy
+
 from lsrp.device import erasure
 from lsrp import exception
 
@@ -75,8 +77,9 @@ class ChunkReader(object):
         in one buffer (a view of it is returned: no join, no slice copy).
         """
         data_length, shard_length, offset = self.manifest.stripes[stripe]
-        buf = bytearray(shard_length * self.devset.k)
-        view = memoryview(buf)
+        # numpy.empty: not zeroed first (bytearray's memset showed in perf).
+        view = memoryview(numpy.empty(shard_length * self.devset.k,
+                                      numpy.uint8))
         for j in range(self.devset.k):
             if not self.devset.read_shard_into(
                     stripe, j, offset, view[j * shard_length:

@@ -21,7 +21,7 @@ from oslo_log import log as logging
 from lsrp import cmdline
 from lsrp.device import keystore
 from lsrp import exception
-from lsrp import malloc
+from lsrp import memory
 from lsrp import opts
 from lsrp.rbd import Cluster
 from lsrp.server import service
@@ -70,7 +70,7 @@ async def serve(conf):
 
 
 def main(argv=None):
-    malloc.tune()
+    memory.tune()
     argv = sys.argv[1:] if argv is None else argv
     cmdline.register_logging(CONF, argv)
     CONF.set_default('use_stderr', True)
