@@ -404,10 +404,17 @@ class Pack(Prepare):
         members = _leader_only(ctx, m)
         if members is None or m['state'] != states.EXPORTING:
             return None
-        members = [x for x in members if x['state'] == states.EXPORTING]
-        loose = [v for v in _group_volumes(members) if not v['shipment_id']]
-        while loose:
+        while True:
+            # Read again each time: a duplicate job of this phase may be
+            # packing too (it finds the shipments this one made).
+            _, members = _group(ctx, m)
+            loose = [v for x in members if x['state'] == states.EXPORTING
+                     for v in x['volumes'] if not v['shipment_id']]
+            if not loose:
+                break
             s = self._next_shipment(ctx, m, generation)
+            if s is None:
+                continue
             devices = db.devices_of(ctx, s['id'])
             bins = shipments_mod.pack(
                 loose, shipments_mod.set_capacity(devices, s['parity']))
@@ -416,8 +423,6 @@ class Pack(Prepare):
             db.add_event(ctx, 'shipment', s['id'], 'custody',
                          'packed: %s' % ', '.join(sorted(
                              v['source_image'] for v in bins[0])))
-            taken = {v['id'] for v in bins[0]}
-            loose = [v for v in loose if v['id'] not in taken]
         _, members = _group(ctx, m)
         out = []
         for s in _open_shipments(ctx, members):
@@ -440,9 +445,7 @@ class Pack(Prepare):
         return self._new(ctx, m, generation)
 
     def _new(self, ctx, m, generation):
-        n = 1 + len(db.list_(ctx, 'shipment',
-                             {'source_terminal_id': m['source_terminal_id']}))
-        name = 'fedex-%s-%d' % (short(m['id']), n)
+        """A new shipment with its devices, or None if another flow won."""
         parity = m['options'].get('parity', 1)
         want = max(2, parity + 2)
         term = _terminal(ctx, m['source_terminal_id'])
@@ -458,6 +461,9 @@ class Pack(Prepare):
                          migration_id=m['id'])
             time.sleep(max(5, CONF.conductor.op_poll_interval))
             guard(ctx, m['id'], generation, self.phase, self.allowed)
+        n = 1 + len(db.list_(ctx, 'shipment',
+                             {'source_terminal_id': m['source_terminal_id']}))
+        name = 'fedex-%s-%d' % (short(m['id']), n)
         key_ref = keys_mod.get_store().create(name)
         try:
             s = db.create(ctx, 'shipment', dict(
@@ -471,6 +477,10 @@ class Pack(Prepare):
                 base_snapshot=m['base_snapshot']),
                 event_message='created for migration %s with key %s'
                 % (m['id'], key_ref))
+        except exception.Conflict as e:
+            keys_mod.get_store().delete(key_ref)
+            LOG.info('%s: packing again', e)
+            return None
         except Exception:
             keys_mod.get_store().delete(key_ref)
             raise

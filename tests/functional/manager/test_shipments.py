@@ -9,6 +9,7 @@ import os
 from lsrp.manager import actions
 from lsrp.manager.db import api as db
 from lsrp.manager import states
+from lsrp.sandbox import demo
 from tests.functional.manager import base
 
 MiB = base.MiB
@@ -23,18 +24,54 @@ class TestShipments(base.ManagerTestCase):
                             'threshold_bytes': 4 * MiB, 'max_rounds': 4,
                             'keep_warm_seconds': 3600}}
 
+    def clone(self, spec):
+        """A copy of image ``spec`` at site-a (a clone of a golden image)."""
+        pool, name = self.new_image(32 * MiB)
+        self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+        with self.sites['site-a'].pool('vms') as src, \
+                src.open_image(spec.split('/')[1]) as img, \
+                pool.open_image(name) as copy:
+            for off in range(0, img.size(), 4 * MiB):
+                copy.write(off, img.read(off, 4 * MiB))
+        return 'vms/%s' % name
+
     def test_two_migrations_in_one_shipment(self):
-        """A flock of two: one shipment, one export, both exact."""
+        """A flock of two clones: one shipment, one export, both exact.
+
+        The clones' common chunks are on the devices once.
+        """
         self.dep.conductor_options = {'shipment_group_window': 0}
         self.dep.start_conductor('conductor-1')
         self.start_terminals(devices=3)
         specs1, writer1 = self.vm((32 * MiB,))
-        specs2, writer2 = self.vm((32 * MiB,))
+        writer1.pause()
+        specs2 = [self.clone(specs1[0])]
+        writer2 = demo.Writer(self.sites['site-a'], specs2, 256 << 10)
+
+        def stop():
+            writer2.stopped.set()
+            writer2.resume()
+            writer2.join()
         m1, m2 = actions.migrations_create(self.ctx, [
             self.request(specs1, 'vm1-%s' % self.id_),
             self.request(specs2, 'vm2-%s' % self.id_)], one_shipment=True)
         for m in (m1, m2):
+            self.wait_state(m, (states.IN_TRANSIT, states.DELIVERED,
+                                states.IMPORTING, states.CATCHING_UP,
+                                states.READY_FOR_CUTOVER), timeout=300)
+        writer1.resume()
+        writer2.start()
+        self.addCleanup(stop)
+        for m in (m1, m2):
             self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
+        # vm() wrote 4 MiB of random data: once on the devices (+ parity
+        # for one of three devices: x1.5), not twice (12 MiB).
+        on_devices = sum(
+            os.path.getsize(os.path.join(d, f))
+            for slot in os.listdir(self.dep.slots_dir('site-b'))
+            for d, _, files in os.walk(os.path.join(
+                self.dep.slots_dir('site-b'), slot)) for f in files)
+        self.assertLess(on_devices, 9 * MiB)
         sids = {v['shipment_id'] for m in (m1, m2)
                 for v in db.get(self.ctx, 'migration', m['id'])['volumes']}
         self.assertEqual(1, len(sids))
