@@ -11,6 +11,7 @@ waits for terminals: work is posted to the conductors as jobs
 
 import datetime
 import re
+import uuid
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -211,6 +212,11 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
                      % v['source_image'])
             seen.add(v['source_image'])
             volume_rows.append(v)
+    if opts.get('shipment_group'):
+        from lsrp.manager import shipments
+        shipments.check_join(ctx, opts['shipment_group'],
+                             terms['source_terminal']['id'],
+                             terms['dest_terminal']['id'])
     values = dict(name=name, project_id=ctx.project_id,
                   user_id=ctx.user_id, source_site_id=src['id'],
                   dest_site_id=dst['id'], source_host=source_host,
@@ -224,13 +230,37 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
     return db.get(ctx, 'migration', mig['id'])
 
 
-def migrations_create(ctx, requests):
+def migrations_create(ctx, requests, one_shipment=False):
     """A wave: several migrations at once.
 
     All are validated before any is created: a bad one leaves nothing.
+    ``one_shipment``: they travel together in the same shipments (a new
+    ``shipment_group``); they must share their source and destination.
     """
     if not requests:
         _bad('migrations', 'nothing to create')
+    if one_shipment:
+        routes = {(r.get('source_site'), r.get('dest_site'),
+                   r.get('source_terminal'), r.get('dest_terminal'))
+                  for r in requests}
+        if len(routes) != 1:
+            _bad('migrations', 'one shipment carries migrations of one '
+                 'route; these go %s' % ', '.join(sorted(
+                     '%s->%s' % r[:2] for r in routes)))
+        group = 'wave-%s' % uuid.uuid4().hex[:12]
+        requests = [dict(r, start=False, options=dict(
+            r.get('options') or {}, shipment_group=group)) for r in requests]
+        for i, r in enumerate(requests):
+            try:
+                _dry_check(ctx, r)
+            except exception.InvalidInput as e:
+                raise exception.InvalidInput(field='migrations[%d].%s' % (
+                    i, e.kwargs.get('field')), reason=e.kwargs.get('reason'))
+        # All exist before the first is packed: none is left behind.
+        made = [migration_create(ctx, **r) for r in requests]
+        for m in made:
+            jobs.post(ctx, m['id'], 'prepare')
+        return [db.get(ctx, 'migration', m['id']) for m in made]
     for i, r in enumerate(requests):
         try:
             _dry_check(ctx, r)
@@ -320,6 +350,9 @@ def migration_update(ctx, migration, options=None, name=None):
     values = {}
     if options:
         changed = options_mod.validate(options, partial=True)
+        for key in options_mod.FIXED:
+            if key in changed and changed[key] != m['options'].get(key):
+                _bad(key, 'fixed when the migration was created')
         merged = dict(m['options'])
         merged.update(changed)
         values['options'] = options_mod.validate(merged)
@@ -579,8 +612,10 @@ def device_register(ctx, serial, terminal, capacity_bytes=0, slot=None,
             # serves casts on several threads): the other one made it.
             dev = db.get(ctx, 'device', serial)
     # Plugged in again (at the destination, after delivery): where it is.
-    return db.update(ctx, 'device', dev['id'], dict(
-        terminal_id=term['id'], slot=slot, path=path))
+    values = dict(terminal_id=term['id'], slot=slot, path=path)
+    if capacity_bytes:
+        values['capacity_bytes'] = capacity_bytes
+    return db.update(ctx, 'device', dev['id'], values)
 
 
 def device_list(ctx, filters=None, limit=None, marker=None):

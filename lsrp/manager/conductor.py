@@ -43,6 +43,7 @@ from lsrp import exception
 from lsrp.manager import actions
 from lsrp.manager import context as context_mod
 from lsrp.manager import couriers
+from lsrp.manager import custody
 from lsrp.manager.db import api as db
 from lsrp.manager.flows import phases
 from lsrp.manager.flows import tasks
@@ -279,6 +280,7 @@ class Sweeper(object):
                 if now - done >= datetime.timedelta(days=days):
                     jobs.post(ctx, m['id'], 'cleanup')
         self._couriers(ctx)
+        custody.wipe_returned(ctx)
 
     def _ready(self, ctx, m, age):
         # With Nova, an approved cutover starts here too (without Nova the

@@ -13,6 +13,7 @@ from lsrp import exception
 from lsrp.manager.db import api as db
 from lsrp.manager import jobs
 from lsrp.manager import keys
+from lsrp.manager import rpc
 from lsrp.manager import states
 
 LOG = logging.getLogger(__name__)
@@ -81,3 +82,56 @@ def after_carrier_event(ctx, shipment, event, devices_missing):
                          'snapshot or seed over the WAN'
                          % (shipment['name'], 'lost' if event == 'lose'
                             else 'damaged'), migration_id=m['id'])
+
+
+def wipe_returned(ctx):
+    """Devices of an aborted migration's shipment, back from the road.
+
+    An abort while the shipment travels destroys its key (the devices are
+    unreadable) but cannot wipe devices it does not have. When the carrier
+    delivers them and the destination terminal has them plugged in, they
+    are wiped there and go BLANK; the shipment goes ERASED. Run by the
+    conductor's sweeper: it starts the erase (an idempotent operation) and
+    ends it at a later sweep, holding nothing in between.
+    """
+    for s in db.list_(ctx, 'shipment', {'state': states.S_DELIVERED}):
+        if any(m['state'] not in states.MIGRATION_FINAL
+               for m in migrations_of(ctx, s['id'])):
+            continue
+        devices = [d for d in db.devices_of(ctx, s['id'])
+                   if d['state'] in (states.D_SHIPPED, states.D_RECEIVED,
+                                     states.D_VERIFIED)]
+        if any(d['terminal_id'] != s['dest_terminal_id'] or not d['path']
+               for d in devices):
+            continue    # not all plugged in at the destination yet
+        term = db.get(ctx, 'terminal', s['dest_terminal_id'])
+        op_id = '%s.erase.%s' % (s['name'], term['name'])
+        try:
+            op = db.get(ctx, 'operation', op_id)
+        except exception.NotFound:
+            op = None
+        if op is None or op['state'] == 'ERROR':
+            db.operation_start(ctx, op_id, None, term['name'], 'erase')
+            db.add_event(ctx, 'shipment', s['id'], 'custody',
+                         'back from the road after its migrations were '
+                         'aborted: wiping %d devices at %s' % (
+                             len(devices), term['name']))
+            try:
+                rpc.TerminalAPI(term['rpc_topic']).start(
+                    op_id, 'erase', {'devices': [d['path'] for d in devices]})
+            except Exception as e:
+                LOG.warning('%s: terminal %s: %s', op_id, term['name'], e)
+            continue
+        if op['state'] != 'DONE':
+            continue
+        for d in devices:
+            if d['state'] == states.D_SHIPPED:
+                d = db.transition(ctx, 'device', d['id'], 'receive')
+            db.transition(ctx, 'device', d['id'], 'erase',
+                          message='wiped at %s (migration aborted)'
+                          % term['name'])
+            db.transition(ctx, 'device', d['id'], 'reuse', values={
+                'shipment_id': None, 'index_in_set': None})
+        db.transition(ctx, 'shipment', s['id'], 'erase',
+                      event_kind='custody', message='devices wiped and '
+                      'BLANK again; the key was destroyed at the abort')

@@ -131,6 +131,9 @@ class Deployment(object):
         self.nova = None
         # The [cinder] auth section when the migrations ship Cinder volumes.
         self.cinder = None
+        # More [agent] and [conductor] options (e.g. device_capacity_mib).
+        self.agent_options = {}
+        self.conductor_options = {}
         self.processes = {}
         os.makedirs(self.work, exist_ok=True)
         self.keys_dir = os.path.join(self.work, 'keys')
@@ -207,7 +210,8 @@ class Deployment(object):
             'conductor': {'name': conductor_name, 'courier': self.courier,
                           'compute_driver': self.compute_driver,
                           'op_poll_interval': 1,
-                          'sweep_interval': 2, 'op_timeout': 10},
+                          'sweep_interval': 2, 'op_timeout': 10,
+                          **self.conductor_options},
             'simulated_courier': {
                 'move_devices': True,
                 'timetable': ','.join('%s:%s' % kv for kv in
@@ -238,7 +242,8 @@ class Deployment(object):
             'agent': {'name': name, 'site': site,
                       'slots_dir': self.slots_dir(site),
                       'heartbeat_interval': 2,
-                      'lsrp_address': '127.0.0.1:%d' % port},
+                      'lsrp_address': '127.0.0.1:%d' % port,
+                      **self.agent_options},
             'server': {'name': name, 'host': '127.0.0.1', 'port': port,
                        'tls_ca': ca, 'tls_cert': cert, 'tls_key': key,
                        'rbd_sink': True, 'resume_timeout': 30},

@@ -11,9 +11,12 @@ parity          devices of a shipment that may be lost
 threshold_bytes a round this small means converged
 max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway
 keep_warm_seconds  interval of rounds in READY_FOR_CUTOVER
+shipment_group  a label: migrations with the same one (same terminals)
+                travel in the same shipments (a flock of clones dedups)
 """
 
 import datetime
+import re
 
 from lsrp import exception
 
@@ -22,7 +25,10 @@ DEFAULTS = {'rate_cap': 0, 'rate_schedule': [], 'downtime_budget': 30,
             'cutover_window': None, 'cutover': 'approved',
             'retention_days': 7, 'parity': 1,
             'threshold_bytes': 8 << 20, 'max_rounds': 10,
-            'keep_warm_seconds': 600}
+            'keep_warm_seconds': 600, 'shipment_group': None}
+# Fixed once a migration exists.
+FIXED = ('shipment_group',)
+GROUP_RE = re.compile(r'^[A-Za-z0-9._:-]{1,64}$')
 
 
 def _bad(field, reason):
@@ -85,6 +91,11 @@ def validate(options, partial=False):
         _hhmm(field + '.start', entry.get('start'))
         _hhmm(field + '.end', entry.get('end'))
         _nonneg_int(field + '.rate_cap', entry.get('rate_cap'))
+    group = options.get('shipment_group')
+    if group is not None and (not isinstance(group, str) or
+                              not GROUP_RE.match(group)):
+        _bad('shipment_group', '%r is not a label (1-64 of A-Z a-z 0-9 . _ '
+             ': -)' % (group,))
     window = options.get('cutover_window')
     if window is not None:
         if not isinstance(window, dict) or set(window) != {'start', 'end'}:

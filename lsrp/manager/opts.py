@@ -57,6 +57,10 @@ conductor_opts = [
                     'keeps catching up and waits for the operator to '
                     'approve the cutover again (openstack fedex migration '
                     'cutover).'),
+    cfg.IntOpt('shipment_group_window', default=60, min=0,
+               help='Seconds after the first migration of a shipment '
+                    'group (option shipment_group) was created during '
+                    'which more may join; then the group is packed.'),
 ]
 
 

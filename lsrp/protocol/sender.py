@@ -89,7 +89,7 @@ class DiskSender(object):
         self.ordered = None
 
     async def send(self, from_snapshot, snapshot, verify=False, extra=(),
-                   describe=False, group=None, head=False):
+                   describe=False, group=None, head=False, final=False):
         """Returns (changed bytes, bytes on the wire).
 
         ``from_snapshot`` None sends every allocated extent (a full copy);
@@ -101,7 +101,8 @@ class DiskSender(object):
         for that group's commit (``commit_group``). ``head``: read the
         image's head, not a source snapshot (its writer is stopped: the
         final delta of a cutover), and name the result ``snapshot`` at the
-        destination.
+        destination. ``final``: the last snapshot of a full copy; the
+        destination names the image only then (needs ``verify``).
         """
         conn = self.client.conn
         opened = await conn.request(m.INIT_SESSION, {
@@ -154,6 +155,8 @@ class DiskSender(object):
                 body = {'snapshot': snapshot}
                 if group:
                     body['group'] = group
+                if final:
+                    body['final'] = True
                 if verify:
                     digest = self.ordered and self.ordered.hexdigest(size)
                     body['image_digest'] = digest or await asyncio.to_thread(

@@ -462,6 +462,21 @@ def volumes_update(ctx, migration_id, values):
         ).values(**values))
 
 
+def volume_update(ctx, volume_id, values):
+    """One image of a migration (its size, its shipment)."""
+    with writer(ctx) as session:
+        session.execute(sa.update(models.MigrationVolume).where(
+            models.MigrationVolume.id == volume_id).values(**values))
+
+
+def volumes_unassign(ctx, shipment_id):
+    """The images a shipment was to carry are loose again."""
+    with writer(ctx) as session:
+        session.execute(sa.update(models.MigrationVolume).where(
+            models.MigrationVolume.shipment_id == shipment_id
+        ).values(shipment_id=None))
+
+
 def devices_of(ctx, shipment_id):
     return list_(ctx, 'device', {'shipment_id': shipment_id},
                  sort_key='index_in_set', sort_dir='asc')

@@ -29,6 +29,7 @@ from lsrp.manager import jobs
 from lsrp.manager import keys as keys_mod
 from lsrp.manager import options as options_mod
 from lsrp.manager import rpc
+from lsrp.manager import shipments as shipments_mod
 from lsrp.manager import states
 
 CONF = cfg.CONF
@@ -49,6 +50,7 @@ def short(migration_id):
 
 
 def seed_snapshot(m):
+    """The seed snapshot a leader (or a migration alone) takes."""
     return 'fedex-%s-seed' % short(m['id'])
 
 
@@ -235,54 +237,215 @@ class BeginPrepare(Begin, Prepare):
     pass
 
 
+def advance(ctx, kind, ident, event, **kw):
+    """Apply ``event`` to a row if its machine allows it now; else leave it.
+
+    For the rows several flows may move at once (the shipments and devices
+    of a group, its other migrations): the one that loses the race finds
+    the row moved and goes on.
+    """
+    row = db.get(ctx, kind, ident)
+    if event not in states.MACHINES[kind].events(row['state']):
+        return row
+    try:
+        return db.transition(ctx, kind, ident, event, **kw)
+    except (exception.Conflict, exception.InvalidTransition) as e:
+        LOG.info('%s', e)
+        return db.get(ctx, kind, ident)
+
+
+PREPARING = (states.REQUESTED, states.SNAPSHOTTING, states.EXPORTING,
+             states.CONSOLIDATING)
+
+
+def _preparing(x):
+    return x['state'] in PREPARING + (states.SEALED,) or (
+        x['state'] == states.FAILED and x['failed_in'] in PREPARING)
+
+
+def _group(ctx, m):
+    """(leader, members) of m's group being prepared (m alone if none).
+
+    A member re-shipped later (its leader long gone on) packs alone.
+    """
+    members = shipments_mod.members(ctx, m)
+    lead = members[0]
+    if lead['id'] != m['id'] and not _preparing(lead):
+        return m, [m]
+    return lead, [x for x in members if x['id'] == m['id'] or _preparing(x)]
+
+
+def _group_volumes(members):
+    return [v for x in members for v in x['volumes']]
+
+
+def _open_shipments(ctx, members):
+    """The group's shipments being packed (CREATED, LOADING, SEALED)."""
+    sids = {v['shipment_id'] for v in _group_volumes(members)
+            if v['shipment_id']}
+    out = [db.get(ctx, 'shipment', sid) for sid in sids]
+    return sorted([s for s in out if s['state'] in (
+        states.S_CREATED, states.S_LOADING, states.S_SEALED)],
+        key=lambda s: s['name'])
+
+
+def _images_in(ctx, members, s):
+    """The images (source specs) of the group that shipment ``s`` carries."""
+    return sorted(v['source_image'] for v in _group_volumes(members)
+                  if v['shipment_id'] == s['id'])
+
+
 class Snapshot(Prepare):
-    """The seed snapshot of every image at the source (kept if present)."""
+    """The seed snapshot of every image of the group (kept if present).
+
+    The leader of a shipment group does the group's prepare work; the
+    others wait here until it has sealed their images (their phase then
+    ends: the courier's events move them on).
+    """
 
     def run(self, ctx, m, generation):
+        lead, members = _group(ctx, m)
+        if lead['id'] != m['id']:
+            return self._follow(ctx, m, generation, lead)
+        if m['state'] == states.REQUESTED and shipments_mod.group_of(m):
+            self._window(ctx, m, generation)
         if m['state'] == states.REQUESTED:
             m = step(ctx, m, 'snapshot')
         if m['state'] != states.SNAPSHOTTING:
             return
-        # Cinder refuses what would make the copies diverge from now on.
-        cinder.mark(m, db.get(ctx, 'site', m['source_site_id'])['name'],
-                    db.get(ctx, 'site', m['dest_site_id'])['name'])
+        # Closed now (the leader left REQUESTED): who joined is in.
+        lead, members = _group(ctx, m)
+        members = [x for x in members
+                   if x['state'] in (states.REQUESTED, states.SNAPSHOTTING)]
+        for x in members:
+            if x['id'] != m['id']:
+                advance(ctx, 'migration', x['id'], 'snapshot',
+                        message='snapshot with the shipment group %s '
+                        '(leader %s)' % (shipments_mod.group_of(m), m['id']))
+            # Cinder refuses what would make the copies diverge from now.
+            cinder.mark(x, db.get(ctx, 'site', x['source_site_id'])['name'],
+                        db.get(ctx, 'site', x['dest_site_id'])['name'])
         snap = seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],
-                         {'images': _specs(m), 'snapshot': snap})
-        step(ctx, m, 'export', values={
-            'base_snapshot': snap, 'last_snapshot': snap,
-            'bytes_total': result.get('bytes_total') or m['bytes_total']})
+                         {'images': _specs_of(members), 'snapshot': snap})
+        sizes = result.get('sizes') or {}
+        for x in members:
+            for v in x['volumes']:
+                if sizes.get(v['source_image']):
+                    db.volume_update(ctx, v['id'], {
+                        'size_bytes': sizes[v['source_image']]})
+            total = sum(sizes.get(v['source_image'], 0)
+                        for v in x['volumes'])
+            if len(members) == 1:
+                total = result.get('bytes_total') or total
+            x = db.get(ctx, 'migration', x['id'])
+            if x['state'] == states.SNAPSHOTTING:
+                advance(ctx, 'migration', x['id'], 'export', values={
+                    'base_snapshot': snap, 'last_snapshot': snap,
+                    'bytes_total': total or x['bytes_total']})
+
+    def _window(self, ctx, m, generation):
+        """Let more migrations join the group for a while after the first."""
+        created = db.utcfromiso(m['created_at'])
+        window = CONF.conductor.shipment_group_window
+        announced = False
+        while (db.now() - created).total_seconds() < window:
+            if not announced:
+                db.add_event(ctx, 'migration', m['id'], 'job',
+                             'shipment group %s: others may join until %ds '
+                             'after this migration was created' % (
+                                 shipments_mod.group_of(m), window),
+                             migration_id=m['id'])
+                announced = True
+            time.sleep(1)
+            guard(ctx, m['id'], generation, self.phase, self.allowed)
+
+    def _follow(self, ctx, m, generation, lead):
+        announced = False
+        while m['state'] in (states.REQUESTED, states.SNAPSHOTTING,
+                             states.EXPORTING, states.CONSOLIDATING):
+            lead = db.get(ctx, 'migration', lead['id'])
+            if lead['state'] in (states.ABORTING, states.ABORTED):
+                raise exception.ManagerError(
+                    reason='the leader %s of shipment group %s was aborted;'
+                    ' abort this migration and create it again' % (
+                        lead['id'], shipments_mod.group_of(m)))
+            if not announced:
+                db.add_event(ctx, 'migration', m['id'], 'job',
+                             'shipment group %s: migration %s packs the '
+                             'group\'s shipments' % (
+                                 shipments_mod.group_of(m), lead['id']),
+                             migration_id=m['id'])
+                announced = True
+            time.sleep(CONF.conductor.op_poll_interval)
+            m = guard(ctx, m['id'], generation, self.phase, self.allowed)
+
+
+def _leader_only(ctx, m):
+    lead, members = _group(ctx, m)
+    return (members if lead['id'] == m['id'] else None)
+
+
+def _specs_of(members):
+    return [v['source_image'] for x in members for v in x['volumes']]
 
 
 class Pack(Prepare):
-    """A shipment with a key and blank devices at the source terminal.
+    """Shipments with a key and blank devices at the source terminal.
 
-    Revert: a shipment whose export never began gives its devices back and
-    its key is destroyed.
+    The images of the group go into as many shipments as their sizes need
+    (device capacity: :func:`lsrp.manager.shipments.pack`). Revert: a
+    shipment whose export never began gives its devices back and its key
+    is destroyed.
     """
 
     def run(self, ctx, m, generation):
-        s = self._current(ctx, m)
-        if s is None:
-            s = self._new(ctx, m, generation)
-        if s['state'] == states.S_CREATED:
-            s = db.transition(ctx, 'shipment', s['id'], 'load')
-        return s['id']
+        members = _leader_only(ctx, m)
+        if members is None or m['state'] != states.EXPORTING:
+            return None
+        while True:
+            # Read again each time: a duplicate job of this phase may be
+            # packing too (it finds the shipments this one made).
+            _, members = _group(ctx, m)
+            loose = [v for x in members if x['state'] == states.EXPORTING
+                     for v in x['volumes'] if not v['shipment_id']]
+            if not loose:
+                break
+            s = self._next_shipment(ctx, m, generation)
+            if s is None:
+                continue
+            devices = db.devices_of(ctx, s['id'])
+            bins = shipments_mod.pack(
+                loose, shipments_mod.set_capacity(devices, s['parity']))
+            for v in bins[0]:
+                db.volume_update(ctx, v['id'], {'shipment_id': s['id']})
+            db.add_event(ctx, 'shipment', s['id'], 'custody',
+                         'packed: %s' % ', '.join(sorted(
+                             v['source_image'] for v in bins[0])))
+        _, members = _group(ctx, m)
+        out = []
+        for s in _open_shipments(ctx, members):
+            if s['state'] == states.S_CREATED:
+                s = db.transition(ctx, 'shipment', s['id'], 'load')
+            out.append(s['id'])
+        return out
 
-    def _current(self, ctx, m):
-        ids = {v['shipment_id'] for v in m['volumes'] if v['shipment_id']}
-        for sid in ids:
-            s = db.get(ctx, 'shipment', sid)
-            if s['state'] in (states.S_CREATED, states.S_LOADING,
-                              states.S_SEALED):
+    def _next_shipment(self, ctx, m, generation):
+        """An empty shipment of ours left by a crash, or a new one."""
+        prefix = 'fedex-%s-' % short(m['id'])
+        ours = [s for s in db.list_(ctx, 'shipment',
+                                    {'state': states.S_CREATED})
+                if s['name'].startswith(prefix)]
+        used = {v['shipment_id'] for x in db.list_(ctx, 'migration')
+                for v in x['volumes']}
+        for s in sorted(ours, key=lambda s: s['name']):
+            if s['id'] not in used and db.devices_of(ctx, s['id']):
                 return s
-        return None
+        return self._new(ctx, m, generation)
 
     def _new(self, ctx, m, generation):
-        n = 1 + len(db.list_(ctx, 'shipment',
-                             {'source_terminal_id': m['source_terminal_id']}))
-        name = 'fedex-%s-%d' % (short(m['id']), n)
+        """A new shipment with its devices, or None if another flow won."""
         parity = m['options'].get('parity', 1)
         want = max(2, parity + 2)
         term = _terminal(ctx, m['source_terminal_id'])
@@ -298,6 +461,9 @@ class Pack(Prepare):
                          migration_id=m['id'])
             time.sleep(max(5, CONF.conductor.op_poll_interval))
             guard(ctx, m['id'], generation, self.phase, self.allowed)
+        n = 1 + len(db.list_(ctx, 'shipment',
+                             {'source_terminal_id': m['source_terminal_id']}))
+        name = 'fedex-%s-%d' % (short(m['id']), n)
         key_ref = keys_mod.get_store().create(name)
         try:
             s = db.create(ctx, 'shipment', dict(
@@ -311,114 +477,150 @@ class Pack(Prepare):
                 base_snapshot=m['base_snapshot']),
                 event_message='created for migration %s with key %s'
                 % (m['id'], key_ref))
+        except exception.Conflict as e:
+            keys_mod.get_store().delete(key_ref)
+            LOG.info('%s: packing again', e)
+            return None
         except Exception:
             keys_mod.get_store().delete(key_ref)
             raise
         for i, d in enumerate(blank[:want]):
             db.transition(ctx, 'device', d['id'], 'assign', values={
                 'shipment_id': s['id'], 'index_in_set': i})
-        db.volumes_update(ctx, m['id'], {'shipment_id': s['id']})
         return s
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
-        if not isinstance(result, str):
+        if not isinstance(result, list):
             return
         ctx = _ctx()
-        s = db.get(ctx, 'shipment', result)
-        if s['state'] not in (states.S_CREATED, states.S_LOADING):
-            return
-        ops = db.list_(ctx, 'operation', {'migration_id': migration_id,
-                                          'kind': 'export'})
-        if ops:
-            return      # devices hold data: kept for the retry
-        for d in db.devices_of(ctx, s['id']):
-            db.transition(ctx, 'device', d['id'], 'erase')
-            db.transition(ctx, 'device', d['id'], 'reuse',
-                          values={'shipment_id': None,
-                                  'index_in_set': None})
-        custody.destroy_key(ctx, s, 'export never began')
-        db.transition(ctx, 'shipment', s['id'], 'erase')
+        for sid in result:
+            s = db.get(ctx, 'shipment', sid)
+            if s['state'] not in (states.S_CREATED, states.S_LOADING):
+                continue
+            ops = db.list_(ctx, 'operation', {'kind': 'export'})
+            if any(o['id'] == _shipment_op(s, 'export') for o in ops):
+                continue    # devices hold data: kept for the retry
+            for d in db.devices_of(ctx, s['id']):
+                db.transition(ctx, 'device', d['id'], 'erase')
+                db.transition(ctx, 'device', d['id'], 'reuse',
+                              values={'shipment_id': None,
+                                      'index_in_set': None})
+            custody.destroy_key(ctx, s, 'export never began')
+            db.transition(ctx, 'shipment', s['id'], 'erase')
+            db.volumes_unassign(ctx, s['id'])
 
 
-def _engine_params(ctx, m, s):
+def _engine_params(ctx, members, s):
     devices = db.devices_of(ctx, s['id'])
     return {'shipment_id': s['name'], 'key_ref': s['key_ref'],
-            'images': _specs(m), 'snapshot': m['base_snapshot'],
+            'images': _images_in(ctx, members, s),
+            'snapshot': members[0]['base_snapshot'],
             'devices': [d['path'] for d in devices],
             'parity': s['parity']}
 
 
 class Export(Prepare):
+    """Each open shipment of the group: its images at the seed snapshot."""
 
     def run(self, ctx, m, generation):
-        if m['state'] != states.EXPORTING:
+        members = _leader_only(ctx, m)
+        if members is None or m['state'] != states.EXPORTING:
             return
-        s = Pack()._current(ctx, m)
-        if s['state'] == states.S_LOADING:
+        for s in _open_shipments(ctx, members):
+            if s['state'] != states.S_LOADING:
+                continue
             self.op(ctx, m, generation, m['source_terminal_id'], 'export',
-                    '%s.export.%s' % (m['id'], s['name']),
-                    _engine_params(ctx, m, s))
+                    _shipment_op(s, 'export'),
+                    _engine_params(ctx, members, s))
             for d in db.devices_of(ctx, s['id']):
                 if d['state'] == states.D_ASSIGNED:
                     db.transition(ctx, 'device', d['id'], 'write')
         if m['options'].get('consolidate'):
-            step(ctx, m, 'consolidate')
+            for x in members:
+                advance(ctx, 'migration', x['id'], 'consolidate')
 
 
 class Consolidate(Prepare):
     """Refresh the devices to a newer snapshot right before shipping."""
 
     def run(self, ctx, m, generation):
-        if m['state'] != states.CONSOLIDATING:
+        members = _leader_only(ctx, m)
+        if members is None or m['state'] != states.CONSOLIDATING:
             return
-        s = Pack()._current(ctx, m)
         snap = 'fedex-%s-c1' % short(m['id'])
-        params = dict(_engine_params(ctx, m, s), snapshot=snap,
-                      create_snapshot=True)
-        self.op(ctx, m, generation, m['source_terminal_id'], 'consolidate',
-                '%s.consolidate.%s' % (m['id'], s['name']), params)
-        db.update(ctx, 'migration', m['id'], {'base_snapshot': snap,
-                                              'last_snapshot': snap})
+        for s in _open_shipments(ctx, members):
+            if s['state'] != states.S_LOADING:
+                continue
+            params = dict(_engine_params(ctx, members, s), snapshot=snap,
+                          create_snapshot=True)
+            self.op(ctx, m, generation, m['source_terminal_id'],
+                    'consolidate',
+                    _shipment_op(s, 'consolidate'), params)
+        for x in members:
+            db.update(ctx, 'migration', x['id'], {'base_snapshot': snap,
+                                                  'last_snapshot': snap})
 
 
 class Seal(Prepare):
 
     def run(self, ctx, m, generation):
-        if m['state'] not in (states.EXPORTING, states.CONSOLIDATING):
+        members = _leader_only(ctx, m)
+        if members is None or m['state'] not in (states.EXPORTING,
+                                                 states.CONSOLIDATING):
             return
-        s = Pack()._current(ctx, m)
-        result = self.op(ctx, m, generation, m['source_terminal_id'],
-                         'seal', '%s.seal.%s' % (m['id'], s['name']),
-                         _engine_params(ctx, m, s))
-        if s['state'] == states.S_LOADING:
+        for s in _open_shipments(ctx, members):
+            if s['state'] != states.S_LOADING:
+                continue
+            result = self.op(ctx, m, generation, m['source_terminal_id'],
+                             'seal', _shipment_op(s, 'seal'),
+                             _engine_params(ctx, members, s))
             db.transition(ctx, 'shipment', s['id'], 'seal', values={
                 'manifest_digest': result['manifest_digest'],
                 'seal_digest': result['seal_digest']},
                 details={'labels': result['labels']})
-        for d in db.devices_of(ctx, s['id']):
-            if d['state'] == states.D_WRITTEN:
-                db.transition(ctx, 'device', d['id'], 'seal')
-        step(ctx, m, 'seal', values={'bytes_done': m['bytes_total']})
+            for d in db.devices_of(ctx, s['id']):
+                if d['state'] == states.D_WRITTEN:
+                    db.transition(ctx, 'device', d['id'], 'seal')
+        for x in members:
+            x = db.get(ctx, 'migration', x['id'])
+            advance(ctx, 'migration', x['id'], 'seal',
+                    values={'bytes_done': x['bytes_total']})
 
 
 class Dispatch(Prepare):
-    """Give the sealed shipment to its courier; the flow ends (parks)."""
+    """Give the sealed shipments to their courier; the flow ends (parks).
+
+    Only once every migration of the group is SEALED.
+    """
 
     def run(self, ctx, m, generation):
-        s = Pack()._current(ctx, m)
-        if s is None or s['state'] != states.S_SEALED:
+        members = _leader_only(ctx, m)
+        if members is None:
             return
-        courier = couriers.get(s['carrier'])
-        tracking = courier.dispatch(ctx, s)
-        if tracking and tracking != s['tracking_number']:
-            db.update(ctx, 'shipment', s['id'],
-                      {'tracking_number': tracking})
-        db.add_event(ctx, 'migration', m['id'], 'custody',
-                     'shipment %s sealed, given to courier %s%s; the '
-                     'migration waits for its delivery' % (
-                         s['name'], s['carrier'],
-                         ' (tracking %s)' % tracking if tracking else ''),
-                     migration_id=m['id'])
+        waiting = [x['id'] for x in members if x['state'] in (
+            states.REQUESTED, states.SNAPSHOTTING, states.EXPORTING,
+            states.CONSOLIDATING)]
+        if waiting:
+            raise exception.ManagerError(
+                reason='shipment group %s: %s not sealed yet' % (
+                    shipments_mod.group_of(m), ', '.join(waiting)))
+        for s in _open_shipments(ctx, members):
+            if s['state'] != states.S_SEALED:
+                continue
+            courier = couriers.get(s['carrier'])
+            tracking = courier.dispatch(ctx, s)
+            if tracking and tracking != s['tracking_number']:
+                db.update(ctx, 'shipment', s['id'],
+                          {'tracking_number': tracking})
+            for x in members:
+                if any(v['shipment_id'] == s['id'] for v in x['volumes']):
+                    db.add_event(
+                        ctx, 'migration', x['id'], 'custody',
+                        'shipment %s sealed, given to courier %s%s; the '
+                        'migration waits for its delivery' % (
+                            s['name'], s['carrier'],
+                            ' (tracking %s)' % tracking if tracking else ''),
+                        migration_id=x['id'])
 
 
 # --- receive: DELIVERED .. CATCHING_UP ------------------------------------------
@@ -432,19 +634,20 @@ class BeginReceive(Begin, Receive):
     pass
 
 
-def _delivered_shipment(ctx, m):
-    for sid in sorted({v['shipment_id'] for v in m['volumes']
-                       if v['shipment_id']}):
-        s = db.get(ctx, 'shipment', sid)
-        if s['state'] in (states.S_DELIVERED, states.S_VERIFIED,
-                          states.S_IMPORTED, states.S_TAMPERED):
-            return s
-    raise exception.ManagerError(reason='migration %s has no delivered '
-                                 'shipment' % m['id'])
+def _shipments_of(ctx, m):
+    """The shipments carrying m's images, by name."""
+    return sorted((db.get(ctx, 'shipment', sid) for sid in {
+        v['shipment_id'] for v in m['volumes'] if v['shipment_id']}),
+        key=lambda s: s['name'])
+
+
+def _shipment_op(s, kind):
+    """A shipment's operation: one id, whichever migration runs it."""
+    return '%s.%s' % (s['name'], kind)
 
 
 def _seal_record(ctx, m, s):
-    op = db.get(ctx, 'operation', '%s.seal.%s' % (m['id'], s['name']))
+    op = db.get(ctx, 'operation', _shipment_op(s, 'seal'))
     return op['result']
 
 
@@ -454,15 +657,17 @@ def _paths_at(ctx, s, terminal_id):
 
 
 class Custody(Receive):
-    """Wait for the devices at the destination, then the custody check."""
+    """Wait for each shipment's devices at the destination, then check."""
 
     def run(self, ctx, m, generation):
-        s = _delivered_shipment(ctx, m)
-        if s['state'] != states.S_DELIVERED:
+        for s in _shipments_of(ctx, m):
             if s['state'] == states.S_TAMPERED:
                 raise exception.CustodyMismatch(
                     shipment=s['name'], reason='the shipment is TAMPERED')
-            return
+            if s['state'] == states.S_DELIVERED:
+                self.check(ctx, m, generation, s)
+
+    def check(self, ctx, m, generation, s):
         seal = _seal_record(ctx, m, s)
         want = len(seal['labels']) - s['parity']
         announced = False
@@ -491,76 +696,116 @@ class Custody(Receive):
                   'parity': s['parity']}
         try:
             report = self.op(ctx, m, generation, m['dest_terminal_id'],
-                             'verify', '%s.verify.%s' % (m['id'], s['name']),
+                             'verify', _shipment_op(s, 'verify'),
                              params)
         except exception.OperationFailed as e:
             if 'CustodyMismatch' in str(e) or 'Verification' in str(e):
-                db.transition(ctx, 'shipment', s['id'], 'tamper',
-                              event_kind='custody', message=str(e)[:2000])
+                advance(ctx, 'shipment', s['id'], 'tamper',
+                        event_kind='custody', message=str(e)[:2000])
                 custody.destroy_key(ctx, s, 'shipment tampered')
                 raise exception.CustodyMismatch(
                     shipment=s['name'], reason='%s; re-ship it (reship) or '
                     'seed over the WAN' % e)
             raise
         for d in db.devices_of(ctx, s['id']):
-            if d['state'] == states.D_SHIPPED:
-                db.transition(ctx, 'device', d['id'], 'receive')
-            if d['state'] in (states.D_SHIPPED, states.D_RECEIVED):
-                db.transition(ctx, 'device', d['id'], 'verify')
-        db.transition(ctx, 'shipment', s['id'], 'verify',
-                      event_kind='custody', details={
-                          'missing': report.get('missing_serials'),
-                          'repaired_chunks': report.get('repaired_chunks')},
-                      message='custody check passed: serials, seal and '
-                      'every chunk match the manifest')
+            d = advance(ctx, 'device', d['id'], 'receive')
+            advance(ctx, 'device', d['id'], 'verify')
+        advance(ctx, 'shipment', s['id'], 'verify',
+                event_kind='custody', details={
+                    'missing': report.get('missing_serials'),
+                    'repaired_chunks': report.get('repaired_chunks')},
+                message='custody check passed: serials, seal and '
+                'every chunk match the manifest')
 
 
 class Import(Receive):
+    """Each shipment of the migration, imported once for the group."""
 
     def run(self, ctx, m, generation):
         m = step(ctx, m, 'import')
         if m['state'] != states.IMPORTING:
             return
-        s = _delivered_shipment(ctx, m)
-        pool_map = {}
-        for v in m['volumes']:
-            pool_map[v['source_image'].split('/')[0]] = \
-                v['dest_image'].split('/')[0]
-        params = {'shipment_id': s['name'], 'key_ref': s['key_ref'],
-                  'devices': _paths_at(ctx, s, m['dest_terminal_id']),
-                  'manifest_digest': s['manifest_digest'],
-                  'pool_map': pool_map}
-        self.op(ctx, m, generation, m['dest_terminal_id'], 'import',
-                '%s.import.%s' % (m['id'], s['name']), params)
-        if s['state'] == states.S_VERIFIED:
-            db.transition(ctx, 'shipment', s['id'], 'import')
+        for s in _shipments_of(ctx, m):
+            if s['state'] not in (states.S_VERIFIED, states.S_IMPORTED):
+                raise exception.ManagerError(
+                    reason='shipment %s of migration %s is %s, not VERIFIED'
+                    % (s['name'], m['id'], s['state']))
+            pool_map = {}
+            for v in _group_volumes(shipments_mod.members(ctx, m)):
+                if v['shipment_id'] == s['id']:
+                    pool_map[v['source_image'].split('/')[0]] = \
+                        v['dest_image'].split('/')[0]
+            params = {'shipment_id': s['name'], 'key_ref': s['key_ref'],
+                      'devices': _paths_at(ctx, s, m['dest_terminal_id']),
+                      'manifest_digest': s['manifest_digest'],
+                      'pool_map': pool_map}
+            self.op(ctx, m, generation, m['dest_terminal_id'], 'import',
+                    _shipment_op(s, 'import'), params)
+            advance(ctx, 'shipment', s['id'], 'import')
         step(ctx, m, 'catch_up')
         jobs.post(ctx, m['id'], 'catchup')
 
 
 # --- catch-up rounds --------------------------------------------------------------
 
-def round_params(ctx, m, s):
+def catchup_name(ctx, m):
+    """The name m's rounds go under at the destination.
+
+    Its shipment's when one shipment carried all its images (the import
+    authorized them under it); else (several shipments, or seeded over
+    the WAN) one of its own, authorized by :class:`Authorize`.
+    """
+    sids = {v['shipment_id'] for v in m['volumes']}
+    if len(sids) == 1 and None not in sids:
+        return db.get(ctx, 'shipment', sids.pop())['name']
+    return 'fedex-%s-wan' % short(m['id'])
+
+
+def round_params(ctx, m):
     dest = _terminal(ctx, m['dest_terminal_id'])
-    return {'shipment_id': s['name'], 'images': _specs(m),
+    return {'shipment_id': catchup_name(ctx, m), 'images': _specs(m),
             'base': m['last_snapshot'],
             'peer': {'name': dest['name'],
                      'address': dest['lsrp_address']},
             'rate_cap': options_mod.rate_cap(m['options'])}
 
 
-def _shipment_of(ctx, m):
-    for sid in sorted({v['shipment_id'] for v in m['volumes']
-                       if v['shipment_id']}):
-        return db.get(ctx, 'shipment', sid)
-    raise exception.ManagerError(reason='migration %s has no shipment'
-                                 % m['id'])
+def _wan_prepare(task_, ctx, m, generation):
+    """Before m's first round under a name of its own: authorize, seed.
+
+    The destination accepts rounds of m's images under that name; images
+    that no shipment brought (a lost shipment switched to seeding over
+    the WAN) are first copied whole at the base snapshot, over LSRP.
+    """
+    name = catchup_name(ctx, m)
+    if name != 'fedex-%s-wan' % short(m['id']):
+        return
+    src = _terminal(ctx, m['source_terminal_id'])
+    task_.op(ctx, m, generation, m['dest_terminal_id'], 'authorize',
+             '%s.authorize' % name,
+             {'name': name, 'images': _specs(m), 'source': src['name']})
+    unshipped = [v['source_image'] for v in m['volumes']
+                 if not v['shipment_id']]
+    if not unshipped:
+        return
+    dest = _terminal(ctx, m['dest_terminal_id'])
+    result = task_.op(ctx, m, generation, m['source_terminal_id'],
+                      'seed_over_wan', '%s.seed_over_wan' % name, {
+                          'name': name, 'images': unshipped,
+                          'snapshot': m['base_snapshot'],
+                          'peer': {'name': dest['name'],
+                                   'address': dest['lsrp_address']},
+                          'rate_cap': options_mod.rate_cap(m['options'])})
+    db.add_event(ctx, 'migration', m['id'], 'progress',
+                 'seeded over the WAN: %s at %s, %d bytes on the wire' % (
+                     ', '.join(unshipped), m['base_snapshot'],
+                     result.get('wire_bytes') or 0),
+                 migration_id=m['id'], details=result)
 
 
 def one_round(task_, ctx, m, generation, kind='catchup_round'):
-    s = _shipment_of(ctx, m)
     number = (m['rounds'] or 0) + 1
-    params = dict(round_params(ctx, m, s), number=number)
+    params = dict(round_params(ctx, m), number=number)
     result = task_.op(ctx, m, generation, m['source_terminal_id'], kind,
                       '%s.%s.%d' % (m['id'], kind, number), params)
     values = {'rounds': number, 'last_snapshot': result['snapshot'],
@@ -591,6 +836,7 @@ class Rounds(CatchUp):
     def run(self, ctx, m, generation):
         opts = m['options']
         first = m['rounds'] or 0
+        _wan_prepare(self, ctx, m, generation)
         while True:
             m, result = one_round(self, ctx, m, generation)
             if result['estimate'] <= opts['threshold_bytes']:
@@ -800,6 +1046,14 @@ def _erase_shipments(task_, ctx, m, generation, why):
              if s['name'].startswith('fedex-%s-' % short(m['id']))}
     for sid in sorted(sids):
         s = db.get(ctx, 'shipment', sid)
+        others = shipments_mod.still_needed(ctx, sid, but=m['id'])
+        if others:
+            # Erase waits until no migration of the group needs it.
+            db.add_event(ctx, 'migration', m['id'], 'custody',
+                         'shipment %s kept: migration(s) %s still need it'
+                         % (s['name'], ', '.join(x['id'] for x in others)),
+                         migration_id=m['id'])
+            continue
         devices = db.devices_of(ctx, sid)
         by_terminal = {}
         for d in devices:
@@ -808,8 +1062,8 @@ def _erase_shipments(task_, ctx, m, generation, why):
                 by_terminal.setdefault(d['terminal_id'], []).append(d)
         for terminal_id, devs in sorted(by_terminal.items()):
             task_.op(ctx, m, generation, terminal_id, 'erase',
-                     '%s.erase.%s.%s' % (m['id'], s['name'],
-                                         _terminal(ctx, terminal_id)['name']),
+                     '%s.erase.%s' % (s['name'],
+                                      _terminal(ctx, terminal_id)['name']),
                      {'devices': [d['path'] for d in devs]})
         custody.destroy_key(ctx, s, why)
         for d in devices:
@@ -830,7 +1084,8 @@ def _erase_shipments(task_, ctx, m, generation, why):
 def _remove_snapshots(task_, ctx, m, generation, terminal_id, images):
     task_.op(ctx, m, generation, terminal_id, 'remove_snapshots',
              '%s.remove_snapshots.%s' % (m['id'], terminal_id),
-             {'images': images, 'prefix': 'fedex-%s-' % short(m['id'])})
+             {'images': images,
+              'prefixes': shipments_mod.snapshot_prefixes(ctx, m)})
 
 
 class Cleanup(PhaseTask):
@@ -887,16 +1142,19 @@ class CleanUpAbort(Abort):
     """Devices erased, keys destroyed, snapshots removed; VM untouched."""
 
     def run(self, ctx, m, generation):
+        copied = any(db.list_(ctx, 'operation', {
+            'migration_id': m['id'], 'kind': kind})
+            for kind in ('import', 'seed_over_wan')) or any(
+            s['state'] == states.S_IMPORTED for s in _shipments_of(ctx, m))
         _erase_shipments(self, ctx, m, generation, 'migration aborted')
         _remove_snapshots(self, ctx, m, generation, m['source_terminal_id'],
                           _specs(m))
-        if db.list_(ctx, 'operation', {'migration_id': m['id'],
-                                       'kind': 'import'}):
+        if copied:
             # The destination's copies are ours (preflight refuses an
             # image that exists there): an abort leaves nothing behind.
             self.op(ctx, m, generation, m['dest_terminal_id'],
                     'remove_images', '%s.remove_images' % m['id'],
                     {'images': [v['dest_image'] for v in m['volumes']],
-                     'prefix': 'fedex-%s-' % short(m['id'])})
+                     'prefixes': shipments_mod.snapshot_prefixes(ctx, m)})
         cinder.unmark(m)
         m = step(ctx, m, 'aborted', values={'finished_at': db.now()})

@@ -53,6 +53,11 @@ agent_opts = [
     cfg.StrOpt('lsrp_address',
                help='HOST:PORT other terminals reach this lsrp-server at '
                     '(default: [server] host:port).'),
+    cfg.IntOpt('device_capacity_mib', default=0, min=0,
+               help='The capacity this terminal reports for each device, '
+                    'in MiB; 0: the size of the device\'s filesystem. '
+                    '(The sandbox\'s device directories share one '
+                    'filesystem: its tests give them a size.)'),
     cfg.BoolOpt('serve_lsrp', default=True,
                 help='Run this terminal\'s lsrp-server in the agent.'),
 ]
@@ -231,7 +236,8 @@ class Agent(object):
         for path in self.terminal.slots():
             devices.append({'serial': ops_mod.device_serial(path),
                             'path': path, 'slot': os.path.basename(path),
-                            'capacity_bytes': _capacity(path)})
+                            'capacity_bytes': self.conf.agent.
+                            device_capacity_mib << 20 or _capacity(path)})
         s = self.conf.server
         return {'site': self.conf.agent.site,
                 'slots_dir': self.conf.agent.slots_dir,

@@ -19,6 +19,7 @@ import time
 
 from oslo_log import log as logging
 
+from lsrp import access
 from lsrp import catchup
 from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import export as export_mod
@@ -27,6 +28,7 @@ from lsrp.device import verify as verify_mod
 from lsrp import exception
 from lsrp.manager import keys as keys_mod
 from lsrp import progress as progress_mod
+from lsrp.protocol import sender as sender_mod
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
@@ -96,17 +98,18 @@ def snapshot(terminal, params, progress):
     """Snapshot ``images`` as ``snapshot``; those that have it are kept."""
     cluster = terminal.cluster()
     missing = []
+    sizes = {}
     for spec in params['images']:
         pool, name = spec.split('/', 1)
         with cluster.pool(pool) as p, p.open_image(name) as img:
             if not img.snapshot_exists(params['snapshot']):
                 missing.append(spec)
-            size = img.size()
+            size = sizes[spec] = img.size()
         progress.add(0, (progress.bytes_total or 0) + size)
     if missing:
         cluster.snapshot_images(missing, params['snapshot'])
     return {'snapshot': params['snapshot'], 'created': missing,
-            'bytes_total': progress.bytes_total}
+            'bytes_total': progress.bytes_total, 'sizes': sizes}
 
 
 def export(terminal, params, progress):
@@ -263,9 +266,14 @@ def erase(terminal, params, progress):
     return {'erased': wiped, 'key_destroyed': bool(params.get('key_ref'))}
 
 
+def _prefixes(params):
+    return tuple(params.get('prefixes') or [params['prefix']])
+
+
 def remove_snapshots(terminal, params, progress):
-    """Remove snapshots named with ``prefix`` from ``images`` (cleanup)."""
+    """Remove snapshots named with ``prefix``(es) from ``images``."""
     cluster = terminal.cluster()
+    prefixes = _prefixes(params)
     removed = []
     for spec in params['images']:
         pool, name = spec.split('/', 1)
@@ -273,7 +281,7 @@ def remove_snapshots(terminal, params, progress):
             with cluster.pool(pool) as p, p.open_image(name) as img:
                 for snap in img.list_snapshots():
                     if snap.namespace != 'user' or not snap.name.startswith(
-                            params['prefix']):
+                            prefixes):
                         continue
                     if snap.protected:
                         img.unprotect_snapshot(snap.name)
@@ -291,6 +299,7 @@ def remove_images(terminal, params, progress):
     that has at least one: an image without our snapshots is not ours.
     """
     cluster = terminal.cluster()
+    prefixes = _prefixes(params)
     removed = []
     for spec in params['images']:
         pool, name = spec.split('/', 1)
@@ -300,7 +309,7 @@ def remove_images(terminal, params, progress):
             with p.open_image(name) as img:
                 snaps = [x for x in img.list_snapshots()
                          if x.namespace == 'user']
-                if not snaps or not all(x.name.startswith(params['prefix'])
+                if not snaps or not all(x.name.startswith(prefixes)
                                         for x in snaps):
                     continue
                 for snap in reversed(snaps):
@@ -312,7 +321,54 @@ def remove_images(terminal, params, progress):
     return {'removed': removed}
 
 
+def authorize(terminal, params, progress):
+    """Let lsrp-server take rounds of ``images`` under the name ``name``.
+
+    The catch-up of a migration whose images were not all imported from
+    one shipment (they came in several, or are seeded over the WAN).
+    """
+    access.authorize(terminal.state_dir, params['name'], params['images'],
+                     source=params.get('source'), sink='rbd')
+    return {'authorized': sorted(params['images'])}
+
+
+def seed_over_wan(terminal, params, progress):
+    """A full copy of each image at ``snapshot`` to the peer, over LSRP.
+
+    What a lost shipment would have carried. Each image lands in a staging
+    image at the destination, named only once the copy's digest matched
+    (``final``); run again, an image copied already is skipped and one
+    interrupted is written again.
+    """
+    cluster = terminal.cluster()
+    peer = params['peer']
+    context = tls.client_context(*terminal.tls_files())
+    host, port = peer['address'].rsplit(':', 1)
+    limiter = catchup.RateLimiter(params.get('rate_cap') or None)
+
+    async def copy(spec):
+        client = await catchup.TerminalClient(
+            host, int(port), context, peer['name'], terminal.name).connect()
+        try:
+            sender = sender_mod.DiskSender(client, cluster, spec,
+                                           params['name'], limiter)
+            return await sender.send(None, params['snapshot'], verify=True,
+                                     final=True)
+        finally:
+            await client.close()
+
+    done = {}
+    for spec in params['images']:
+        progress.check()
+        changed, wire = asyncio.run(copy(spec))
+        progress.add(wire)
+        done[spec] = {'changed_bytes': changed, 'wire_bytes': wire}
+    return {'images': done,
+            'wire_bytes': sum(x['wire_bytes'] for x in done.values())}
+
+
 OPERATIONS = {
+    'authorize': authorize, 'seed_over_wan': seed_over_wan,
     'snapshot': snapshot, 'export': export, 'consolidate': consolidate,
     'seal': seal, 'verify': verify, 'import': import_,
     'catchup_round': catchup_round, 'final_delta': final_delta,

@@ -1,0 +1,162 @@
+"""Shipments on the sandbox: several migrations in one, one migration in
+several, devices back from an aborted trip, a lost shipment seeded over
+the WAN. Real Ceph, MariaDB, RabbitMQ, ZooKeeper, conductor and agents;
+every migration ends bit-exact (``rbd export | sha256sum`` on both
+sites)."""
+
+import os
+
+from lsrp.manager import actions
+from lsrp.manager.db import api as db
+from lsrp.manager import states
+from lsrp.sandbox import demo
+from tests.functional.manager import base
+
+MiB = base.MiB
+
+
+class TestShipments(base.ManagerTestCase):
+
+    def request(self, specs, server):
+        return {'servers': [{'server_id': server, 'volumes': specs}],
+                'source_site': 'site-a', 'dest_site': 'site-b',
+                'options': {'cutover': 'approved', 'retention_days': 1,
+                            'threshold_bytes': 4 * MiB, 'max_rounds': 4,
+                            'keep_warm_seconds': 3600}}
+
+    def clone(self, spec):
+        """A copy of image ``spec`` at site-a (a clone of a golden image)."""
+        pool, name = self.new_image(32 * MiB)
+        self.addCleanup(self._remove_image, 'site-b', 'vms', name)
+        with self.sites['site-a'].pool('vms') as src, \
+                src.open_image(spec.split('/')[1]) as img, \
+                pool.open_image(name) as copy:
+            for off in range(0, img.size(), 4 * MiB):
+                copy.write(off, img.read(off, 4 * MiB))
+        return 'vms/%s' % name
+
+    def test_two_migrations_in_one_shipment(self):
+        """A flock of two clones: one shipment, one export, both exact.
+
+        The clones' common chunks are on the devices once.
+        """
+        self.dep.conductor_options = {'shipment_group_window': 0}
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=3)
+        specs1, writer1 = self.vm((32 * MiB,))
+        writer1.pause()
+        specs2 = [self.clone(specs1[0])]
+        writer2 = demo.Writer(self.sites['site-a'], specs2, 256 << 10)
+
+        def stop():
+            writer2.stopped.set()
+            writer2.resume()
+            writer2.join()
+        m1, m2 = actions.migrations_create(self.ctx, [
+            self.request(specs1, 'vm1-%s' % self.id_),
+            self.request(specs2, 'vm2-%s' % self.id_)], one_shipment=True)
+        for m in (m1, m2):
+            self.wait_state(m, (states.IN_TRANSIT, states.DELIVERED,
+                                states.IMPORTING, states.CATCHING_UP,
+                                states.READY_FOR_CUTOVER), timeout=300)
+        writer1.resume()
+        writer2.start()
+        self.addCleanup(stop)
+        for m in (m1, m2):
+            self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
+        # vm() wrote 4 MiB of random data: once on the devices (+ parity
+        # for one of three devices: x1.5), not twice (12 MiB).
+        on_devices = sum(
+            os.path.getsize(os.path.join(d, f))
+            for slot in os.listdir(self.dep.slots_dir('site-b'))
+            for d, _, files in os.walk(os.path.join(
+                self.dep.slots_dir('site-b'), slot)) for f in files)
+        self.assertLess(on_devices, 9 * MiB)
+        sids = {v['shipment_id'] for m in (m1, m2)
+                for v in db.get(self.ctx, 'migration', m['id'])['volumes']}
+        self.assertEqual(1, len(sids))
+        s = actions.shipment_show(self.ctx, sids.pop())
+        self.assertEqual(sorted([m1['id'], m2['id']]), s['migrations'])
+        self.assertEqual('IMPORTED', s['state'])
+        # One export and one import for both.
+        ops = db.list_(self.ctx, 'operation')
+        for kind in ('snapshot', 'export', 'seal', 'verify', 'import'):
+            self.assertEqual(1, len([o for o in ops if o['kind'] == kind]),
+                             kind)
+        for m, writer in ((m1, writer1), (m2, writer2)):
+            self.cut_over(m, writer)
+            self.assert_converged(m)
+        actions.migration_cleanup(self.ctx, m1['id'])
+        self.wait_state(m1, states.CLEANED)
+        actions.migration_cleanup(self.ctx, m2['id'])
+        self.wait_state(m2, states.CLEANED)
+        self.assertEqual('ERASED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
+        self.key_destroyed(s)
+        self.assert_no_snapshots_of_ours(specs1 + specs2)
+
+    def test_images_span_two_shipments(self):
+        """Devices of 40 MiB: 64 + 32 MiB of images need two sets."""
+        self.dep.agent_options = {'device_capacity_mib': 40}
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=6)
+        specs, writer = self.vm((64 * MiB, 32 * MiB))
+        m = self.migrate(specs)
+        self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
+        m = db.get(self.ctx, 'migration', m['id'])
+        sids = {v['source_image']: v['shipment_id'] for v in m['volumes']}
+        self.assertEqual(2, len(set(sids.values())), sids)
+        for sid in set(sids.values()):
+            self.assertEqual('IMPORTED', actions.shipment_show(
+                self.ctx, sid)['state'])
+        self.cut_over(m, writer)
+        self.assert_converged(m)
+
+    def test_abort_in_transit_devices_come_back_blank(self):
+        """Aborted while travelling: back, the devices are wiped, BLANK."""
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=3)
+        specs, writer = self.vm((32 * MiB,))
+        m = self.migrate(specs)
+        s = self.wait_shipment(m)
+        self.courier_plan(s, {'timetable': {'hand_over': 0, 'depart': 1,
+                                            'deliver': 25}})
+        self.wait_state(m, states.IN_TRANSIT)
+        actions.migration_abort(self.ctx, m['id'], 'test')
+        self.wait_state(m, states.ABORTED, timeout=120)
+        self.key_destroyed(s)
+        self.assertIn(actions.shipment_show(self.ctx, s['id'])['state'],
+                      ('HANDED_TO_CARRIER', 'IN_TRANSIT'))
+        # Delivered later; the destination terminal wipes them.
+        self.dep.wait(lambda: actions.shipment_show(
+            self.ctx, s['id'])['state'] == 'ERASED', 120,
+            'the shipment ERASED after its return')
+        devices = actions.device_list(self.ctx)
+        self.assertEqual(3, len(devices))
+        b = db.get(self.ctx, 'terminal', m['dest_terminal_id'])
+        for d in devices:
+            self.assertEqual('BLANK', d['state'])
+            self.assertEqual(b['id'], d['terminal_id'])
+            self.assertEqual([], os.listdir(d['path']))
+        self.assert_no_snapshots_of_ours(specs)
+
+    def test_lost_shipment_seeded_over_the_wan(self):
+        """LOST (two devices): seed over the WAN, catch up, exact."""
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=3)
+        specs, writer = self.vm((48 * MiB, 16 * MiB))
+        m = self.migrate(specs)
+        s = self.wait_shipment(m)
+        self.courier_plan(s, {'lose_devices': self.serials[:2]})
+        self.wait_shipment(m, 'LOST')
+        self.dep.wait(lambda: any('re-ship' in t for t in self.events(m)),
+                      30, 'the event telling to re-ship')
+        actions.migration_reship(self.ctx, m['id'], seed_over_wan=True)
+        self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
+        seeded = db.list_(self.ctx, 'operation', {
+            'migration_id': m['id'], 'kind': 'seed_over_wan'})
+        self.assertEqual(1, len(seeded))
+        self.assertEqual('DONE', seeded[0]['state'])
+        self.assertGreater(seeded[0]['result']['wire_bytes'], 0)
+        self.cut_over(m, writer)
+        self.assert_converged(m)
