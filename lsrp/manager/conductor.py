@@ -178,6 +178,7 @@ class ManagerEndpoint(object):
         ctx = context_mod.admin(terminal)
         op = db.operation_report(ctx, op_id, state=state, result=result,
                                  error=error)
+        tasks.op_ended(op_id)
         if op and op['migration_id']:
             db.add_event(ctx, 'migration', op['migration_id'],
                          'error' if state == 'ERROR' else 'progress',

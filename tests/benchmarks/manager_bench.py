@@ -85,6 +85,8 @@ class Bench(object):
             {'site-a': self.sb.port(960), 'site-b': self.sb.port(961)},
             database='mysql', timetable={'hand_over': 0, 'depart': 0,
                                          'deliver': 0})
+        # The engine's default checkpoints, as the direct lsrp run has.
+        self.dep.checkpoint_mib = 256
         self.images = []
         self.peaks = {}
 
@@ -284,11 +286,36 @@ class Bench(object):
                                            m['id'])['last_error'])
         print('manager: %.1f s from request to COMPLETED (%d MiB)' % (
             managed, self.args.size_mib))
+        self.timeline(m)
         direct = self.direct(spec)
         print('direct : %.1f s (lsrp export, seal, verify, import, '
               'catchup, catchup --verify)' % direct)
         print('ratio manager/direct: %.2f (target <= 1.10)'
               % (managed / direct))
+
+    def timeline(self, m):
+        """Where the manager's time went: terminal work vs the rest."""
+        m = db.get(self.ctx, 'migration', m['id'])
+        t0 = db.utcfromiso(m['created_at'])
+
+        def at(iso):
+            return (db.utcfromiso(iso) - t0).total_seconds()
+        ops = sorted(db.list_(self.ctx, 'operation',
+                              {'migration_id': m['id']}),
+                     key=lambda o: o['created_at'])
+        rows = [(at(o['created_at']), 'op %-14s %6.1f s' % (
+            o['kind'], at(o['updated_at']) - at(o['created_at'])))
+            for o in ops]
+        rows += [(at(e['created_at']), '%s -> %s' % (e['from_state'],
+                                                     e['to_state']))
+                 for e in db.events(self.ctx, {'migration_id': m['id']})
+                 if e['to_state'] and e['resource_id'] == m['id']]
+        for t, text in sorted(rows):
+            print('  +%7.1f %s' % (t, text))
+        busy = sum(at(o['updated_at']) - at(o['created_at']) for o in ops)
+        end = max(at(o['updated_at']) for o in ops)
+        print('terminal operations: %.1f s; the rest (RPC, polling, '
+              'phases, courier): %.1f s' % (busy, end - busy))
 
     # --- many ------------------------------------------------------------------
 

@@ -12,12 +12,14 @@ a newer generation) raises :class:`Superseded`; the phase then ends
 without marking anything failed.
 """
 
+import threading
 import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from taskflow import task
+import tenacity
 
 from lsrp import exception
 from lsrp.manager import cinder
@@ -84,6 +86,21 @@ def step(ctx, m, event, **kw):
     return db.transition(ctx, 'migration', m['id'], event, **kw)
 
 
+# op id -> Event set when the terminal's report of its end reaches this
+# process (ManagerEndpoint.finished): the waiter wakes at once instead of
+# at its next look. Reports that reach another conductor are seen at the
+# next look (op_poll_interval).
+_ended = {}
+_ended_lock = threading.Lock()
+
+
+def op_ended(op_id):
+    with _ended_lock:
+        event = _ended.get(op_id)
+    if event is not None:
+        event.set()
+
+
 def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
            allowed=None):
     """Start (or find) an operation on a terminal and wait for its end.
@@ -92,6 +109,19 @@ def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
     hours of export or import): never across a courier's days. A terminal
     that does not answer is waited for, with an event saying so.
     """
+    event = threading.Event()
+    with _ended_lock:
+        _ended[op_id] = event
+    try:
+        return _run_op(ctx, m, generation, phase, terminal_id, kind, op_id,
+                       params, allowed, event)
+    finally:
+        with _ended_lock:
+            _ended.pop(op_id, None)
+
+
+def _run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
+            allowed, ended):
     term = _terminal(ctx, terminal_id)
     api = rpc.TerminalAPI(term['rpc_topic'])
     db.operation_start(ctx, op_id, m['id'], term['name'], kind)
@@ -154,7 +184,8 @@ def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
                 started = False
                 continue
             _record(ctx, op_id, rec)
-        time.sleep(poll)
+        if ended.wait(poll):
+            ended.clear()
 
 
 def _record(ctx, op_id, rec):
@@ -557,12 +588,108 @@ def _shipment_of(ctx, m):
                                  % m['id'])
 
 
+def _unreachable(e):
+    return isinstance(e, exception.OperationFailed) and \
+        'TerminalUnreachable' in str(e)
+
+
+def _round_op_id(ctx, m, kind, number):
+    """Round ``number``'s operation id; a new one after each unreachable try.
+
+    Taken from the database, so that a conductor that resumes the phase
+    finds the try in flight rather than starting another.
+    """
+    base = '%s.%s.%d' % (m['id'], kind, number)
+    failed = [o for o in db.list_(ctx, 'operation', {'migration_id': m['id'],
+                                                     'kind': kind})
+              if (o['id'] == base or o['id'].startswith(base + '.try')) and
+              o['state'] == 'ERROR']
+    return '%s.try%d' % (base, len(failed) + 1) if failed else base
+
+
+def _wait_for_peer(ctx, m, generation, task_, failed_at, deadline):
+    """Until the destination beats UP after ``failed_at``, or ``deadline``.
+
+    A heartbeat says UP only once the terminal's LSRP port accepts
+    connections (lsrp-agent), so the next try does not fail the same way.
+    """
+    from lsrp.manager import actions
+    while time.monotonic() < deadline:
+        guard(ctx, m['id'], generation, task_.phase, task_.allowed)
+        term = actions.terminal_show(ctx, m['dest_terminal_id'])
+        beat = db.utcfromiso(term.get('last_heartbeat'))
+        if term['health'] == 'UP' and beat and beat > failed_at:
+            return
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
+def _round_with_patience(task_, ctx, m, generation, kind, number):
+    """One round; waits for an unreachable destination, within patience.
+
+    The destination terminal may be down for a while (a restart, a
+    crash): the round is tried again, each time with a new operation id,
+    when the terminal reports UP again (or every ``[conductor]
+    peer_retry_interval``), until it passes or ``[conductor] peer_patience``
+    runs out (PeerGone: the migration FAILED naming the terminal).
+    """
+    patience = CONF.conductor.peer_patience
+    interval = CONF.conductor.peer_retry_interval
+    since = time.monotonic()
+    dest = _terminal(ctx, m['dest_terminal_id'])['name']
+    waits = []
+
+    def attempt():
+        s = _shipment_of(ctx, m)
+        params = dict(round_params(ctx, m, s), number=number)
+        return task_.op(ctx, m, generation, m['source_terminal_id'], kind,
+                        _round_op_id(ctx, m, kind, number), params)
+
+    def wait_for_peer(state):
+        waits.append(state.outcome.exception())
+        failed_at = db.now()
+        db.add_event(ctx, 'migration', m['id'], 'error',
+                     'round %d: destination terminal %s unreachable (%s); '
+                     'waiting for it, then trying again (%d s of %d s of '
+                     'patience spent)' % (number, dest, waits[-1],
+                                          time.monotonic() - since,
+                                          patience),
+                     migration_id=m['id'])
+        _wait_for_peer(ctx, m, generation, task_, failed_at, min(
+            time.monotonic() + interval, since + patience))
+
+    try:
+        result = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_unreachable),
+            stop=tenacity.stop_after_delay(patience),
+            wait=tenacity.wait_none(), before_sleep=wait_for_peer,
+            reraise=True)(attempt)
+    except exception.OperationFailed as e:
+        if not _unreachable(e):
+            raise
+        raise exception.PeerGone(migration=m['id'], operation='%s %d' % (
+            kind, number), terminal=dest, seconds=time.monotonic() - since,
+            reason=e)
+    if waits:
+        db.add_event(ctx, 'migration', m['id'], 'health',
+                     'round %d: destination terminal %s answers again after '
+                     '%d tries; catch-up goes on'
+                     % (number, dest, len(waits) + 1),
+                     migration_id=m['id'])
+    return result
+
+
 def one_round(task_, ctx, m, generation, kind='catchup_round'):
-    s = _shipment_of(ctx, m)
     number = (m['rounds'] or 0) + 1
-    params = dict(round_params(ctx, m, s), number=number)
-    result = task_.op(ctx, m, generation, m['source_terminal_id'], kind,
-                      '%s.%s.%d' % (m['id'], kind, number), params)
+    if kind == 'catchup_round':
+        result = _round_with_patience(task_, ctx, m, generation, kind,
+                                      number)
+    else:
+        # The final delta runs with the VM paused: no waiting there (the
+        # cutover's own rules roll it back).
+        s = _shipment_of(ctx, m)
+        params = dict(round_params(ctx, m, s), number=number)
+        result = task_.op(ctx, m, generation, m['source_terminal_id'], kind,
+                          '%s.%s.%d' % (m['id'], kind, number), params)
     values = {'rounds': number, 'last_snapshot': result['snapshot'],
               'last_round_bytes': result['wire_bytes'],
               'rate': result.get('wire_rate')}

@@ -186,6 +186,35 @@ class TestMoreFaults(base.ManagerTestCase):
         self.assertTrue(any('answers again' in t for t in self.events(m)))
         self.assert_converged(m)
 
+    def test_destination_terminal_dead_then_back_in_catching_up(self):
+        """kill -9 of the destination terminal mid-round, back after 20 s.
+
+        Its lsrp-server dies with its agent: the rounds fail on
+        TerminalUnreachable, the migration waits in CATCHING_UP with an
+        event naming the terminal, and once the terminal reports UP again
+        (only when its LSRP port accepts connections) catch-up resumes by
+        itself: no operator action, bit-exact at the end.
+        """
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals()
+        specs, writer = self.vm(self.SIZES)
+        m = self.migrate(specs, threshold_bytes=0, max_rounds=3)
+        self.wait_op(m, 'catchup_round', 'RUNNING', timeout=240)
+        agent = 'terminal-site-b'
+        self.dep.processes[agent].kill9()
+        self.dep.wait(lambda: any(
+            'destination terminal %s unreachable' % agent in t
+            for t in self.events(m)), 120,
+            'an event saying the destination does not answer')
+        time.sleep(20)
+        self.assertEqual(states.CATCHING_UP, self.state(m))
+        self.dep.start_agent('site-b')
+        self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
+        texts = self.events(m)
+        self.assertTrue(any('%s answers again' % agent in t for t in texts))
+        self.cut_over(m, writer)
+        self.assert_converged(m)
+
     def test_rabbitmq_restarted_mid_migration(self):
         """The broker restarts mid-export: nothing is lost, exact.
 

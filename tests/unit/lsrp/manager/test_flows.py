@@ -29,6 +29,7 @@ class FakeTerminals(object):
     def __init__(self):
         self.calls = []
         self.fail = {}
+        self.fail_times = {}    # kind -> how many starts fail (default all)
         self.endpoint = conductor.ManagerEndpoint()
 
     def api(self, topic):
@@ -37,7 +38,9 @@ class FakeTerminals(object):
         class API(object):
             def start(self, op_id, kind, params):
                 outer.calls.append((topic, kind, op_id))
-                if kind in outer.fail:
+                if kind in outer.fail and outer.fail_times.get(kind, 1) > 0:
+                    if kind in outer.fail_times:
+                        outer.fail_times[kind] -= 1
                     outer.endpoint.finished({}, topic, op_id, 'ERROR',
                                             error=outer.fail[kind])
                     return {'state': 'ERROR', 'error': outer.fail[kind]}
@@ -244,3 +247,60 @@ class TestPhases(FlowTestCase):
         from lsrp.manager import keys
         self.assertRaises(exception.KeyManagerError,
                           keys.get_store().get, s['key_ref'])
+
+
+class TestUnreachableDestination(FlowTestCase):
+    """A catch-up round whose destination terminal does not answer."""
+
+    UNREACHABLE = ('TerminalUnreachable: terminal term-b (127.0.0.1:1): '
+                   'unreachable: ConnectionRefusedError')
+
+    def setUp(self):
+        super().setUp()
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        self.plug_in_at_destination()
+        self.run_phase('receive')
+        CONF.set_override('peer_retry_interval', 1, group='conductor')
+        self.addCleanup(CONF.clear_override, 'peer_retry_interval',
+                        group='conductor')
+        self.terminals.fail['catchup_round'] = self.UNREACHABLE
+
+    def events(self):
+        return [e['message'] for e in actions.events_query(
+            self.ctx, migration=self.m['id'], limit=1000)]
+
+    def test_waits_and_goes_on_when_it_is_back(self):
+        self.terminals.fail_times['catchup_round'] = 2
+        m = self.run_phase('catchup')
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertEqual(1, m['rounds'])
+        base_id = '%s.catchup_round.1' % m['id']
+        self.assertEqual([base_id, base_id + '.try2', base_id + '.try3'],
+                         [c[2] for c in self.terminals.calls
+                          if c[1] == 'catchup_round'])
+        texts = self.events()
+        self.assertEqual(2, len([t for t in texts if 'destination terminal '
+                                 'term-b unreachable' in t]))
+        self.assertTrue(any('answers again after 3 tries' in t
+                            for t in texts))
+
+    def test_fails_naming_the_terminal_after_patience(self):
+        CONF.set_override('peer_patience', 2, group='conductor')
+        self.addCleanup(CONF.clear_override, 'peer_patience',
+                        group='conductor')
+        m = self.run_phase('catchup')
+        self.assertEqual(states.FAILED, m['state'])
+        self.assertEqual(states.CATCHING_UP, m['failed_in'])
+        self.assertIn('destination terminal term-b unreachable',
+                      m['last_error'])
+        self.assertIn('peer_patience', m['last_error'])
+
+    def test_other_failures_fail_at_once(self):
+        self.terminals.fail['catchup_round'] = 'RbdError: pool vms is gone'
+        m = self.run_phase('catchup')
+        self.assertEqual(states.FAILED, m['state'])
+        self.assertEqual(1, len([c for c in self.terminals.calls
+                                 if c[1] == 'catchup_round']))
