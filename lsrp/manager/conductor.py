@@ -350,7 +350,10 @@ class Conductor(object):
             'nonblocking', self.name, self.board,
             persistence=self.backend, engine='serial',
             max_simultaneous_jobs=self.conf.conductor.max_jobs,
-            wait_timeout=1.0)
+            # Between looks at the jobboard's list (kept fresh by ZooKeeper
+            # watches, so a look costs nothing): a new phase's job waits
+            # at most this long to be claimed.
+            wait_timeout=0.2)
         self.rpc_server = rpc.server([ManagerEndpoint()], rpc.manager_topic(self.conf),
                                      self.name, self.conf)
         self.rpc_server.start()
