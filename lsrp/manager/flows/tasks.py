@@ -296,8 +296,9 @@ class Pack(Prepare):
     def run(self, ctx, m, generation):
         s = self._current(ctx, m)
         if s is None:
-            s = self._new(ctx, m, generation)
+            s = self._new(ctx, m)
         if s['state'] == states.S_CREATED:
+            self._claim(ctx, m, generation, s)
             s = db.transition(ctx, 'shipment', s['id'], 'load')
         return s['id']
 
@@ -310,25 +311,11 @@ class Pack(Prepare):
                 return s
         return None
 
-    def _new(self, ctx, m, generation):
+    def _new(self, ctx, m):
         n = 1 + len(db.list_(ctx, 'shipment',
                              {'source_terminal_id': m['source_terminal_id']}))
         name = 'fedex-%s-%d' % (short(m['id']), n)
         parity = m['options'].get('parity', 1)
-        want = max(2, parity + 2)
-        term = _terminal(ctx, m['source_terminal_id'])
-        while True:
-            blank = db.list_(ctx, 'device', {
-                'terminal_id': term['id'], 'state': states.D_BLANK},
-                sort_key='slot', sort_dir='asc')
-            if len(blank) >= want:
-                break
-            db.add_event(ctx, 'migration', m['id'], 'error',
-                         'waiting for %d blank devices at %s (%d there)'
-                         % (want, term['name'], len(blank)),
-                         migration_id=m['id'])
-            time.sleep(max(5, CONF.conductor.op_poll_interval))
-            guard(ctx, m['id'], generation, self.phase, self.allowed)
         key_ref = keys_mod.get_store().create(name)
         try:
             s = db.create(ctx, 'shipment', dict(
@@ -345,11 +332,53 @@ class Pack(Prepare):
         except Exception:
             keys_mod.get_store().delete(key_ref)
             raise
-        for i, d in enumerate(blank[:want]):
-            db.transition(ctx, 'device', d['id'], 'assign', values={
-                'shipment_id': s['id'], 'index_in_set': i})
+        # Recorded at once: a re-run of this task finds the shipment.
         db.volumes_update(ctx, m['id'], {'shipment_id': s['id']})
         return s
+
+    def _claim(self, ctx, m, generation, s):
+        """Blank devices of the source terminal for ``s``, all or none.
+
+        Migrations packed at once at one terminal (other conductors,
+        other threads) race for the same blank devices: each is taken by
+        a compare-and-swap BLANK -> ASSIGNED; one another took first is
+        skipped. Short of devices, those taken are given back (no two
+        shipments each holding half of what both need) and the task waits
+        for more, with an event.
+        """
+        want = max(2, s['parity'] + 2)
+        term = _terminal(ctx, m['source_terminal_id'])
+        announced = False
+        while True:
+            have = db.devices_of(ctx, s['id'])
+            for d in db.list_(ctx, 'device', {
+                    'terminal_id': term['id'], 'state': states.D_BLANK},
+                    sort_key='slot', sort_dir='asc'):
+                if len(have) >= want:
+                    break
+                try:
+                    db.transition(ctx, 'device', d['id'], 'assign',
+                                  expect=states.D_BLANK, values={
+                                      'shipment_id': s['id'],
+                                      'index_in_set': len(have)})
+                except (exception.InvalidTransition, exception.Conflict):
+                    continue        # another shipment took it first
+                have.append(d)
+            if len(have) >= want:
+                return
+            for d in have:
+                db.transition(ctx, 'device', d['id'], 'erase',
+                              message='given back: %s needs %d devices'
+                              % (s['name'], want))
+                db.transition(ctx, 'device', d['id'], 'reuse', values={
+                    'shipment_id': None, 'index_in_set': None})
+            if not announced:
+                db.add_event(ctx, 'migration', m['id'], 'error',
+                             'waiting for %d blank devices at %s'
+                             % (want, term['name']), migration_id=m['id'])
+                announced = True
+            time.sleep(max(5, CONF.conductor.op_poll_interval))
+            guard(ctx, m['id'], generation, self.phase, self.allowed)
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
         if not isinstance(result, str):

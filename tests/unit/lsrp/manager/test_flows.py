@@ -178,6 +178,31 @@ class TestPhases(FlowTestCase):
                                  if c[1] == 'export'}))
         self.assertEqual(1, len(actions.shipment_list(self.ctx)))
 
+    def test_pack_skips_devices_another_shipment_took(self):
+        # Another migration's Pack took SN0 after this one listed the
+        # blank devices: SN0 is skipped, not a failure.
+        actions.device_register(self.ctx, 'SN3', 'term-a', slot=3,
+                                path='/slots-a/SN3')
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        tasks.Snapshot().execute(m['id'], m['generation'])
+        stale = db.list_(self.ctx, 'device', {'state': 'BLANK'},
+                         sort_key='slot', sort_dir='asc')
+        sn0 = db.get(self.ctx, 'device', 'SN0')
+        db.transition(self.ctx, 'device', sn0['id'], 'assign')
+        real = db.list_
+
+        def list_(ctx, kind, filters=None, *a, **kw):
+            if kind == 'device' and (filters or {}).get('state') == 'BLANK':
+                return stale
+            return real(ctx, kind, filters, *a, **kw)
+        self.useFixture(fixtures.MonkeyPatch(
+            'lsrp.manager.flows.tasks.db.list_', list_))
+        sid = tasks.Pack().execute(m['id'], m['generation'])
+        self.assertEqual(['SN1', 'SN2', 'SN3'], [
+            d['serial'] for d in db.devices_of(self.ctx, sid)])
+        self.assertEqual([0, 1, 2], [
+            d['index_in_set'] for d in db.devices_of(self.ctx, sid)])
+
     def test_failure_is_recorded_and_retried(self):
         self.terminals.fail['export'] = 'DeviceFull: usb1 is full'
         m = self.run_phase('prepare')
