@@ -364,3 +364,11 @@ class NovaRefused(ManagerError):
     """Nova answered os-migrateLive with a refusal (4xx): nothing started."""
     message = ("Nova refused the live migration of server %(server)s to "
                "%(host)s: %(reason)s")
+
+
+class PeerGone(ManagerError):
+    """A catch-up round's destination terminal stayed unreachable."""
+    message = ("migration %(migration)s: %(operation)s: destination terminal "
+               "%(terminal)s unreachable for %(seconds)d s ([conductor] "
+               "peer_patience): %(reason)s; bring its lsrp-agent back, then "
+               "retry the migration")

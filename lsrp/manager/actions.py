@@ -90,20 +90,30 @@ def terminal_register(ctx, name, site, rpc_topic=None, capacity_bytes=0,
 
 
 def terminal_heartbeat(ctx, name, info=None):
+    """A terminal's heartbeat; ``info['lsrp']`` is its data port's health.
+
+    A terminal whose lsrp-server does not complete a TLS handshake (it
+    still recovers after a restart, or died) is DOWN although its agent
+    answers: catch-up rounds from its peers would fail on it.
+    """
     term = db.get(ctx, 'terminal', name)
     was = term['state']
-    term = _heartbeat(ctx, term, info)
-    if was != 'UP':
+    state = 'DOWN' if (info or {}).get('lsrp') == 'DOWN' else 'UP'
+    term = _heartbeat(ctx, term, info, state)
+    if was != state:
         db.add_event(ctx, 'terminal', term['id'], 'health',
-                     'terminal %s is up (was %s)' % (name, was))
+                     'terminal %s is up (was %s)' % (name, was)
+                     if state == 'UP' else
+                     'terminal %s: its agent answers but its LSRP port '
+                     'does not accept connections (was %s)' % (name, was))
     return term
 
 
-def _heartbeat(ctx, term, info):
+def _heartbeat(ctx, term, info, state='UP'):
     with db.writer(ctx) as session:
         row = db._get(session, 'terminal', term['id'])
         row.last_heartbeat = db.now()
-        row.state = 'UP'
+        row.state = state
         if info is not None:
             row.info = info
         session.flush()
@@ -118,7 +128,8 @@ def _health(term, now=None):
     else:
         age = (now - beat).total_seconds()
         term['heartbeat_age'] = round(age, 1)
-        term['health'] = 'UP' if age <= HEARTBEAT_TIMEOUT else 'DOWN'
+        term['health'] = 'UP' if age <= HEARTBEAT_TIMEOUT and \
+            term.get('state') != 'DOWN' else 'DOWN'
     return term
 
 

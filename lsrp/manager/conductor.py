@@ -179,6 +179,7 @@ class ManagerEndpoint(object):
         ctx = context_mod.admin(terminal)
         op = db.operation_report(ctx, op_id, state=state, result=result,
                                  error=error)
+        tasks.op_ended(op_id)
         if op and op['migration_id']:
             db.add_event(ctx, 'migration', op['migration_id'],
                          'error' if state == 'ERROR' else 'progress',
@@ -351,7 +352,10 @@ class Conductor(object):
             'nonblocking', self.name, self.board,
             persistence=self.backend, engine='serial',
             max_simultaneous_jobs=self.conf.conductor.max_jobs,
-            wait_timeout=1.0)
+            # Between looks at the jobboard's list (kept fresh by ZooKeeper
+            # watches, so a look costs nothing): a new phase's job waits
+            # at most this long to be claimed.
+            wait_timeout=0.2)
         self.rpc_server = rpc.server([ManagerEndpoint()], rpc.manager_topic(self.conf),
                                      self.name, self.conf)
         self.rpc_server.start()

@@ -135,6 +135,9 @@ class Deployment(object):
         self.agent_options = {}
         self.conductor_options = {}
         self.processes = {}
+        # Small checkpoints: the tests kill terminals mid-export (the
+        # benchmark sets the engine's default, as lsrp has).
+        self.checkpoint_mib = 16
         os.makedirs(self.work, exist_ok=True)
         self.keys_dir = os.path.join(self.work, 'keys')
         # castellan's sections (a key manager such as the mini-cloud's
@@ -253,7 +256,7 @@ class Deployment(object):
                                                    'state-%s' % site),
                          'key_dir': os.path.join(self.work,
                                                  'lsrp-keys-%s' % site),
-                         'checkpoint_mib': 16},
+                         'checkpoint_mib': self.checkpoint_mib},
         })
         return sections
 

@@ -60,7 +60,19 @@ def post(ctx, migration_id, phase):
                      'phase %s (generation %d) waits for a conductor'
                      % (phase, generation), migration_id=migration_id)
         return None
-    job_id = poster(migration_id, phase, generation)
+    try:
+        job_id = poster(migration_id, phase, generation)
+    except Exception as e:  # noqa: a lost post is the sweeper's to redo
+        # ZooKeeper unreachable (a loaded machine loses sessions): the
+        # state change stands; a conductor's sweeper finds the migration
+        # without a job and posts this phase again.
+        LOG.warning('migration %s: posting %s failed: %s', migration_id,
+                    phase, e)
+        db.add_event(ctx, 'migration', migration_id, 'job',
+                     'phase %s (generation %d) could not be posted (%s); '
+                     'a conductor\'s sweeper posts it' % (
+                         phase, generation, e), migration_id=migration_id)
+        return None
     db.update(ctx, 'migration', migration_id, {'job_id': job_id})
     db.add_event(ctx, 'migration', migration_id, 'job',
                  'phase %s (generation %d) posted as job %s'

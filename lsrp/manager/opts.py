@@ -51,6 +51,15 @@ conductor_opts = [
     cfg.IntOpt('op_timeout', default=120, min=5,
                help='Seconds without progress from a terminal after which '
                     'the operation is asked for again (it is idempotent).'),
+    cfg.IntOpt('peer_patience', default=3600, min=0,
+               help='Seconds a catch-up round whose destination terminal '
+                    'is unreachable (TerminalUnreachable: its lsrp-server '
+                    'does not answer) is retried, with an event saying why, '
+                    'before the migration goes FAILED naming the terminal.'),
+    cfg.IntOpt('peer_retry_interval', default=10, min=1,
+               help='Seconds between tries of a catch-up round whose '
+                    'destination terminal is unreachable (once it reports '
+                    'UP again, the round is tried at once).'),
     cfg.IntOpt('cutover_max_attempts', default=3, min=1,
                help='Cutovers started without a new approval: after this '
                     'many rollbacks since the last approval, the migration '

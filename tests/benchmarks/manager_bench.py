@@ -20,7 +20,8 @@ each service.
 
 The load average is printed at the start and the end: on a shared machine
 take the ratio, not the absolute times. Needs ``fedex-sandbox up`` (Ceph,
-MariaDB, RabbitMQ, ZooKeeper); uses ports +960..+999 of the sandbox.
+MariaDB, RabbitMQ, ZooKeeper); uses ports +960..+979 of the sandbox
+(``--ports``).
 """
 
 import argparse
@@ -82,9 +83,12 @@ class Bench(object):
         endpoints = deploy.shared_endpoints(self.sb.root)
         self.dep = deploy.Deployment(
             self.sb, endpoints, self.tag, self.work,
-            {'site-a': self.sb.port(960), 'site-b': self.sb.port(961)},
+            {'site-a': self.sb.port(args.ports), 'site-b': self.sb.port(
+                args.ports + 1)},
             database='mysql', timetable={'hand_over': 0, 'depart': 0,
                                          'deliver': 0})
+        # The engine's default checkpoints, as the direct lsrp run has.
+        self.dep.checkpoint_mib = 256
         self.images = []
         self.peaks = {}
 
@@ -126,7 +130,8 @@ class Bench(object):
         if not os.path.exists(os.path.join(self.sb.pki, name + '.pem')):
             tls.make_cert(self.sb.pki, name)
         sections = self.dep.agent_conf(site)
-        port = self.sb.port(962 + 2 * (n - 2) + (site == 'site-b'))
+        port = self.sb.port(self.args.ports + 2 + 2 * (n - 2) +
+                            (site == 'site-b'))
         slots = os.path.join(self.work, 'slots-%s-%d' % (site, n))
         os.makedirs(slots, exist_ok=True)
         sections['agent'].update(name=name, slots_dir=slots,
@@ -198,7 +203,10 @@ class Bench(object):
                                     img.unprotect_snapshot(snap.name)
                                 img.remove_snapshot(snap.name)
                     pool.remove_image(name)
-        shutil.rmtree(self.work, ignore_errors=True)
+        if getattr(self, 'keep', False):
+            print('logs kept in %s' % self.work)
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
 
     # --- overhead ----------------------------------------------------------------
 
@@ -235,7 +243,7 @@ class Bench(object):
                                               'd%d' % i)]
         a_name, ca, a_cert, a_key = self.sb.terminal('site-a')
         b_name, _, b_cert, b_key = self.sb.terminal('site-b')
-        port = self.sb.port(970)
+        port = self.sb.port(self.args.ports + 10)
         server = subprocess.Popen(
             [os.path.join(BIN, 'lsrp-server'),
              '--shipment-state_dir', os.path.join(self.work, 'direct',
@@ -284,11 +292,36 @@ class Bench(object):
                                            m['id'])['last_error'])
         print('manager: %.1f s from request to COMPLETED (%d MiB)' % (
             managed, self.args.size_mib))
+        self.timeline(m)
         direct = self.direct(spec)
         print('direct : %.1f s (lsrp export, seal, verify, import, '
               'catchup, catchup --verify)' % direct)
         print('ratio manager/direct: %.2f (target <= 1.10)'
               % (managed / direct))
+
+    def timeline(self, m):
+        """Where the manager's time went: terminal work vs the rest."""
+        m = db.get(self.ctx, 'migration', m['id'])
+        t0 = db.utcfromiso(m['created_at'])
+
+        def at(iso):
+            return (db.utcfromiso(iso) - t0).total_seconds()
+        ops = sorted(db.list_(self.ctx, 'operation',
+                              {'migration_id': m['id']}),
+                     key=lambda o: o['created_at'])
+        rows = [(at(o['created_at']), 'op %-14s %6.1f s' % (
+            o['kind'], at(o['updated_at']) - at(o['created_at'])))
+            for o in ops]
+        rows += [(at(e['created_at']), '%s -> %s' % (e['from_state'],
+                                                     e['to_state']))
+                 for e in db.events(self.ctx, {'migration_id': m['id']})
+                 if e['to_state'] and e['resource_id'] == m['id']]
+        for t, text in sorted(rows):
+            print('  +%7.1f %s' % (t, text))
+        busy = sum(at(o['updated_at']) - at(o['created_at']) for o in ops)
+        end = max(at(o['updated_at']) for o in ops)
+        print('terminal operations: %.1f s; the rest (RPC, polling, '
+              'phases, courier): %.1f s' % (busy, end - busy))
 
     # --- many ------------------------------------------------------------------
 
@@ -323,7 +356,11 @@ class Bench(object):
             failed = [m['id'] for m, s in zip(migrations, got)
                       if s == states.FAILED]
             if failed:
-                sys.exit('FAILED: %s' % ', '.join(failed))
+                self.keep = True
+                sys.exit('FAILED: %s' % '\n'.join(
+                    '%s in %s: %s' % (mid, mm['failed_in'], mm['last_error'])
+                    for mid in failed
+                    for mm in [db.get(self.ctx, 'migration', mid)]))
             return all(s in (states.COMPLETED, states.CLEANED) for s in got)
         self.dep.wait(done, 7200, 'all migrations', interval=2)
         took = time.monotonic() - begin
@@ -354,6 +391,9 @@ def main():
     parser.add_argument('mode', choices=('overhead', 'many'))
     parser.add_argument('--size-mib', type=int, default=None)
     parser.add_argument('--count', type=int, default=50)
+    parser.add_argument('--ports', type=int, default=960,
+                        help='First of the 20 port offsets used (two '
+                             'benchmarks at once: 960 and 980).')
     args = parser.parse_args()
     bench = Bench(args)
     print('load average at start: %s' % load())

@@ -4,8 +4,9 @@ It moves a shipment through hand-over, departure, scans and delivery on a
 timetable (seconds after dispatch), and can be told to lose or damage it,
 to lose some devices, or to deliver it tampered (a device swapped). In the
 sandbox it also carries the device directories from the source terminal's
-slots to the destination terminal's (``[simulated_courier] move_devices``),
-where the destination agent finds and registers them.
+slots to the destination terminal's (``[simulated_courier] move_devices``)
+and registers them there, as the destination agent would at its next
+heartbeat.
 
 Instructions per shipment come from ``[simulated_courier]`` options or from
 a JSON file ``<state_path>/courier/<shipment>.json`` written by a test:
@@ -129,6 +130,12 @@ class SimulatedCourier(object):
                 shutil.move(d['path'], target)
             if d['serial'] in (plan.get('tamper_devices') or []):
                 _swap_label(target)
+            # Plugged in: registered now, as the destination agent's next
+            # heartbeat would (the custody check need not wait for it).
+            from lsrp.manager import actions
+            actions.device_register(ctx, d['serial'], dest_terminal['name'],
+                                    d.get('capacity_bytes') or 0, d['slot'],
+                                    target)
 
 
 def _swap_label(path):

@@ -12,12 +12,14 @@ a newer generation) raises :class:`Superseded`; the phase then ends
 without marking anything failed.
 """
 
+import threading
 import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from taskflow import task
+import tenacity
 
 from lsrp import exception
 from lsrp.manager import cinder
@@ -86,6 +88,36 @@ def step(ctx, m, event, **kw):
     return db.transition(ctx, 'migration', m['id'], event, **kw)
 
 
+# op id -> Event set when the terminal's report of its end reaches this
+# process (ManagerEndpoint.finished): the waiter wakes at once instead of
+# at its next look. Reports that reach another conductor are seen at the
+# next look (op_poll_interval).
+_ended = {}
+_ended_lock = threading.Lock()
+
+
+def op_ended(op_id):
+    with _ended_lock:
+        event = _ended.get(op_id)
+    if event is not None:
+        event.set()
+
+
+def move(ctx, kind, ident, event, **kw):
+    """``db.transition``, where a twin that did it first is no failure.
+
+    A phase re-posted by the sweeper (its post looked lost) runs beside its
+    stale twin until the twin's next guard: both may apply the same event.
+    """
+    try:
+        return db.transition(ctx, kind, ident, event, **kw)
+    except (exception.Conflict, exception.InvalidTransition):
+        row = db.get(ctx, kind, ident)
+        if row['state'] == states.MACHINES[kind]._target_of(event):
+            return row
+        raise
+
+
 def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
            allowed=None):
     """Start (or find) an operation on a terminal and wait for its end.
@@ -94,6 +126,19 @@ def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
     hours of export or import): never across a courier's days. A terminal
     that does not answer is waited for, with an event saying so.
     """
+    event = threading.Event()
+    with _ended_lock:
+        _ended[op_id] = event
+    try:
+        return _run_op(ctx, m, generation, phase, terminal_id, kind, op_id,
+                       params, allowed, event)
+    finally:
+        with _ended_lock:
+            _ended.pop(op_id, None)
+
+
+def _run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
+            allowed, ended):
     term = _terminal(ctx, terminal_id)
     api = rpc.TerminalAPI(term['rpc_topic'])
     db.operation_start(ctx, op_id, m['id'], term['name'], kind)
@@ -156,7 +201,8 @@ def run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
                 started = False
                 continue
             _record(ctx, op_id, rec)
-        time.sleep(poll)
+        if ended.wait(poll):
+            ended.clear()
 
 
 def _record(ctx, op_id, rec):
@@ -440,7 +486,10 @@ class Pack(Prepare):
         used = {v['shipment_id'] for x in db.list_(ctx, 'migration')
                 for v in x['volumes']}
         for s in sorted(ours, key=lambda s: s['name']):
-            if s['id'] not in used and db.devices_of(ctx, s['id']):
+            if s['id'] not in used:
+                # A crash between its creation and its devices' claim
+                # leaves it without (some of) them.
+                self._claim(ctx, m, generation, s)
                 return s
         return self._new(ctx, m, generation)
 
@@ -484,10 +533,52 @@ class Pack(Prepare):
         except Exception:
             keys_mod.get_store().delete(key_ref)
             raise
-        for i, d in enumerate(blank[:want]):
-            db.transition(ctx, 'device', d['id'], 'assign', values={
-                'shipment_id': s['id'], 'index_in_set': i})
+        self._claim(ctx, m, generation, s)
         return s
+
+    def _claim(self, ctx, m, generation, s):
+        """Blank devices of the source terminal for ``s``, all or none.
+
+        Migrations packed at once at one terminal (other conductors,
+        other threads) race for the same blank devices: each is taken by
+        a compare-and-swap BLANK -> ASSIGNED; one another took first is
+        skipped. Short of devices, those taken are given back (no two
+        shipments each holding half of what both need) and the task waits
+        for more, with an event.
+        """
+        want = max(2, s['parity'] + 2)
+        term = _terminal(ctx, m['source_terminal_id'])
+        announced = False
+        while True:
+            have = db.devices_of(ctx, s['id'])
+            for d in db.list_(ctx, 'device', {
+                    'terminal_id': term['id'], 'state': states.D_BLANK},
+                    sort_key='slot', sort_dir='asc'):
+                if len(have) >= want:
+                    break
+                try:
+                    db.transition(ctx, 'device', d['id'], 'assign',
+                                  expect=states.D_BLANK, values={
+                                      'shipment_id': s['id'],
+                                      'index_in_set': len(have)})
+                except (exception.InvalidTransition, exception.Conflict):
+                    continue        # another shipment took it first
+                have.append(d)
+            if len(have) >= want:
+                return
+            for d in have:
+                db.transition(ctx, 'device', d['id'], 'erase',
+                              message='given back: %s needs %d devices'
+                              % (s['name'], want))
+                db.transition(ctx, 'device', d['id'], 'reuse', values={
+                    'shipment_id': None, 'index_in_set': None})
+            if not announced:
+                db.add_event(ctx, 'migration', m['id'], 'error',
+                             'waiting for %d blank devices at %s'
+                             % (want, term['name']), migration_id=m['id'])
+                announced = True
+            time.sleep(max(5, CONF.conductor.op_poll_interval))
+            guard(ctx, m['id'], generation, self.phase, self.allowed)
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
         if not isinstance(result, list):
@@ -534,7 +625,7 @@ class Export(Prepare):
                     _engine_params(ctx, members, s))
             for d in db.devices_of(ctx, s['id']):
                 if d['state'] == states.D_ASSIGNED:
-                    db.transition(ctx, 'device', d['id'], 'write')
+                    move(ctx, 'device', d['id'], 'write')
         if m['options'].get('consolidate'):
             for x in members:
                 advance(ctx, 'migration', x['id'], 'consolidate')
@@ -580,7 +671,7 @@ class Seal(Prepare):
                 details={'labels': result['labels']})
             for d in db.devices_of(ctx, s['id']):
                 if d['state'] == states.D_WRITTEN:
-                    db.transition(ctx, 'device', d['id'], 'seal')
+                    move(ctx, 'device', d['id'], 'seal')
         for x in members:
             x = db.get(ctx, 'migration', x['id'])
             advance(ctx, 'migration', x['id'], 'seal',
@@ -803,11 +894,106 @@ def _wan_prepare(task_, ctx, m, generation):
                  migration_id=m['id'], details=result)
 
 
+def _unreachable(e):
+    return isinstance(e, exception.OperationFailed) and \
+        'TerminalUnreachable' in str(e)
+
+
+def _round_op_id(ctx, m, kind, number):
+    """Round ``number``'s operation id; a new one after each unreachable try.
+
+    Taken from the database, so that a conductor that resumes the phase
+    finds the try in flight rather than starting another.
+    """
+    base = '%s.%s.%d' % (m['id'], kind, number)
+    failed = [o for o in db.list_(ctx, 'operation', {'migration_id': m['id'],
+                                                     'kind': kind})
+              if (o['id'] == base or o['id'].startswith(base + '.try')) and
+              o['state'] == 'ERROR']
+    return '%s.try%d' % (base, len(failed) + 1) if failed else base
+
+
+def _wait_for_peer(ctx, m, generation, task_, failed_at, deadline):
+    """Until the destination beats UP after ``failed_at``, or ``deadline``.
+
+    A heartbeat says UP only once the terminal's LSRP port accepts
+    connections (lsrp-agent), so the next try does not fail the same way.
+    """
+    from lsrp.manager import actions
+    while time.monotonic() < deadline:
+        guard(ctx, m['id'], generation, task_.phase, task_.allowed)
+        term = actions.terminal_show(ctx, m['dest_terminal_id'])
+        beat = db.utcfromiso(term.get('last_heartbeat'))
+        if term['health'] == 'UP' and beat and beat > failed_at:
+            return
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+
+
+def _round_with_patience(task_, ctx, m, generation, kind, number):
+    """One round; waits for an unreachable destination, within patience.
+
+    The destination terminal may be down for a while (a restart, a
+    crash): the round is tried again, each time with a new operation id,
+    when the terminal reports UP again (or every ``[conductor]
+    peer_retry_interval``), until it passes or ``[conductor] peer_patience``
+    runs out (PeerGone: the migration FAILED naming the terminal).
+    """
+    patience = CONF.conductor.peer_patience
+    interval = CONF.conductor.peer_retry_interval
+    since = time.monotonic()
+    dest = _terminal(ctx, m['dest_terminal_id'])['name']
+    waits = []
+
+    def attempt():
+        params = dict(round_params(ctx, m), number=number)
+        return task_.op(ctx, m, generation, m['source_terminal_id'], kind,
+                        _round_op_id(ctx, m, kind, number), params)
+
+    def wait_for_peer(state):
+        waits.append(state.outcome.exception())
+        failed_at = db.now()
+        db.add_event(ctx, 'migration', m['id'], 'error',
+                     'round %d: destination terminal %s unreachable (%s); '
+                     'waiting for it, then trying again (%d s of %d s of '
+                     'patience spent)' % (number, dest, waits[-1],
+                                          time.monotonic() - since,
+                                          patience),
+                     migration_id=m['id'])
+        _wait_for_peer(ctx, m, generation, task_, failed_at, min(
+            time.monotonic() + interval, since + patience))
+
+    try:
+        result = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(_unreachable),
+            stop=tenacity.stop_after_delay(patience),
+            wait=tenacity.wait_none(), before_sleep=wait_for_peer,
+            reraise=True)(attempt)
+    except exception.OperationFailed as e:
+        if not _unreachable(e):
+            raise
+        raise exception.PeerGone(migration=m['id'], operation='%s %d' % (
+            kind, number), terminal=dest, seconds=time.monotonic() - since,
+            reason=e)
+    if waits:
+        db.add_event(ctx, 'migration', m['id'], 'health',
+                     'round %d: destination terminal %s answers again after '
+                     '%d tries; catch-up goes on'
+                     % (number, dest, len(waits) + 1),
+                     migration_id=m['id'])
+    return result
+
+
 def one_round(task_, ctx, m, generation, kind='catchup_round'):
     number = (m['rounds'] or 0) + 1
-    params = dict(round_params(ctx, m), number=number)
-    result = task_.op(ctx, m, generation, m['source_terminal_id'], kind,
-                      '%s.%s.%d' % (m['id'], kind, number), params)
+    if kind == 'catchup_round':
+        result = _round_with_patience(task_, ctx, m, generation, kind,
+                                      number)
+    else:
+        # The final delta runs with the VM paused: no waiting there (the
+        # cutover's own rules roll it back).
+        params = dict(round_params(ctx, m), number=number)
+        result = task_.op(ctx, m, generation, m['source_terminal_id'], kind,
+                          '%s.%s.%d' % (m['id'], kind, number), params)
     values = {'rounds': number, 'last_snapshot': result['snapshot'],
               'last_round_bytes': result['wire_bytes'],
               'rate': result.get('wire_rate')}

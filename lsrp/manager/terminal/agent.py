@@ -20,6 +20,8 @@ import ctypes
 import json
 import os
 import signal
+import socket
+import ssl
 import sys
 import threading
 import time
@@ -247,9 +249,38 @@ class Agent(object):
                 'devices': devices, 'running': sorted(
                     self.endpoint.running)}
 
+    def lsrp_accepting(self):
+        """Whether this terminal's lsrp-server completes a TLS handshake.
+
+        What a peer's catch-up round needs first: a heartbeat without it
+        would call the terminal UP while a restarted server still
+        recovers its rounds and does not listen yet.
+        """
+        s = self.conf.server
+        host = '127.0.0.1' if s.host in ('', '0.0.0.0', '::') else s.host
+        context = tls.client_context(*self.terminal.tls_files())
+        try:
+            with socket.create_connection((host, s.port), timeout=5) as raw:
+                with context.wrap_socket(raw,
+                                         server_hostname=self.terminal.name):
+                    return True
+        except (OSError, ssl.SSLError) as e:
+            LOG.debug('%s: LSRP port %s:%d not accepting: %s',
+                      self.terminal.name, host, s.port, e)
+            return False
+
     def heartbeats(self):
+        seen = False
         while not self.stop_event.is_set():
-            self.manager.heartbeat(self.info())
+            info = self.info()
+            if self.conf.agent.serve_lsrp:
+                info['lsrp'] = 'UP' if self.lsrp_accepting() else 'DOWN'
+                if info['lsrp'] == 'DOWN' and not seen:
+                    # Not known to be up yet: stay silent until it is.
+                    self.stop_event.wait(0.5)
+                    continue
+            seen = True
+            self.manager.heartbeat(info)
             self.stop_event.wait(self.conf.agent.heartbeat_interval)
 
     def serve_lsrp(self):

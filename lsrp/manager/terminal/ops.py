@@ -227,8 +227,17 @@ def _round(terminal, params, progress, number):
                              params['images'], params['base'],
                              prefix='%s-r' % params['shipment_id'],
                              limiter=limiter, streams=params.get('streams', 1))
-    report = asyncio.run(engine.round(number, verify=params.get('verify',
-                                                                False)))
+    try:
+        report = asyncio.run(engine.round(number, verify=params.get(
+            'verify', False)))
+    except exception.TerminalUnreachable:
+        raise
+    except catchup.CONNECTION_LOST as e:
+        # The engine's own resumes are spent: name the peer, so that the
+        # manager waits for it rather than failing the migration.
+        raise exception.TerminalUnreachable(
+            peer='%s (%s)' % (peer['name'], peer['address']),
+            reason='%s: %s' % (type(e).__name__, e))
     progress.add(report.wire_bytes, report.wire_bytes)
     return {'round': report.round, 'snapshot': report.snapshot,
             'changed_bytes': report.changed_bytes,

@@ -214,6 +214,32 @@ class ManagerTestCase(base.FunctionalTestCase):
                                           img.list_snapshots()
                                           if x.name.startswith('fedex-')])
 
+    def running(self, conductors=('conductor-1',), sizes=None, devices=3,
+                **options):
+        """Conductors, both terminals, a writing VM and its migration.
+
+        The set-up every test starts from; returns (specs, writer, m).
+        """
+        for name in conductors:
+            self.dep.start_conductor(name)
+        self.start_terminals(devices)
+        specs, writer = self.vm(sizes) if sizes else self.vm()
+        return specs, writer, self.migrate(specs, **options)
+
+    def assert_cleaned_up_after_abort(self, specs):
+        """What an abort leaves: nothing of ours.
+
+        The shipment erased, its key destroyed, devices BLANK and wiped, no
+        snapshot of ours at the source.
+        """
+        s = actions.shipment_list(self.ctx)[0]
+        self.assertEqual('ERASED', s['state'])
+        self.key_destroyed(s)
+        for d in actions.device_list(self.ctx):
+            self.assertEqual('BLANK', d['state'])
+            self.assertEqual([], os.listdir(d['path']))
+        self.assert_no_snapshots_of_ours(specs)
+
     def logs(self):
         return '\n'.join('--- %s\n%s' % (p.name, p.tail(15))
                          for p in self.dep.processes.values())

@@ -7,7 +7,6 @@ import time
 from lsrp import exception
 from lsrp.manager import actions
 from lsrp.manager.db import api as db
-from lsrp.manager import keys
 from lsrp.manager import rpc
 from lsrp.manager import states
 from lsrp.sandbox.services import base as svc_base
@@ -23,10 +22,7 @@ class TestFaults(base.ManagerTestCase):
         The manager notices, starts the operation again when the agent is
         back, the engine resumes from its journal; the result is exact.
         """
-        self.dep.start_conductor('conductor-1')
-        self.start_terminals()
-        specs, writer = self.vm()
-        m = self.migrate(specs)
+        specs, writer, m = self.running()
         op = self.wait_op(m, 'export', 'RUNNING')
         agent = self.dep.processes['terminal-site-a']
         agent.kill9()
@@ -45,10 +41,7 @@ class TestFaults(base.ManagerTestCase):
         TAMPERED, the key destroyed, nothing imported. Duplicate and
         out-of-order carrier events are recorded, ignored or refused.
         """
-        self.dep.start_conductor('conductor-1')
-        self.start_terminals()
-        specs, writer = self.vm()
-        m = self.migrate(specs)
+        specs, writer, m = self.running()
         s = self.dep.wait(lambda: actions.shipment_list(self.ctx), 60,
                           'the shipment')[0]
         plan = os.path.join(self.dep.work, 'courier', s['name'] + '.json')
@@ -60,8 +53,7 @@ class TestFaults(base.ManagerTestCase):
         self.assertIn('custody check failed', m['last_error'])
         s = actions.shipment_show(self.ctx, s['id'])
         self.assertEqual('TAMPERED', s['state'])
-        self.assertRaises(exception.KeyManagerError, keys.get_store().get,
-                          s['key_ref'])
+        self.key_destroyed(s)
         # Nothing was imported at the destination.
         with self.sites['site-b'].pool('vms') as pool:
             for spec in specs:
@@ -85,12 +77,9 @@ class TestFaults(base.ManagerTestCase):
         erases the devices, destroys the key, removes our snapshots and
         leaves the VM's images alone.
         """
-        for name in ('conductor-1', 'conductor-2'):
-            self.dep.start_conductor(name)
-        self.start_terminals()
-        specs, writer = self.vm()
         # threshold 0: rounds go on until max_rounds.
-        m = self.migrate(specs, threshold_bytes=0, max_rounds=30)
+        specs, writer, m = self.running(('conductor-1', 'conductor-2'),
+                                        threshold_bytes=0, max_rounds=30)
         op = self.wait_op(m, 'catchup_round', 'RUNNING', timeout=240)
         owner = self.owner_of_job(m)
         self.dep.processes[owner].kill9()
@@ -102,19 +91,7 @@ class TestFaults(base.ManagerTestCase):
         self.assertEqual(states.CATCHING_UP, self.state(m))
         actions.migration_abort(self.ctx, m['id'], 'test')
         self.wait_state(m, states.ABORTED, timeout=120)
-        s = actions.shipment_list(self.ctx)[0]
-        self.assertEqual('ERASED', s['state'])
-        self.assertRaises(exception.KeyManagerError, keys.get_store().get,
-                          s['key_ref'])
-        for d in actions.device_list(self.ctx):
-            self.assertEqual('BLANK', d['state'])
-            self.assertEqual([], os.listdir(d['path']))
-        with self.sites['site-a'].pool('vms') as pool:
-            for spec in specs:
-                with pool.open_image(spec.split('/')[1]) as img:
-                    self.assertEqual([], [x.name for x in
-                                          img.list_snapshots()
-                                          if x.name.startswith('fedex-')])
+        self.assert_cleaned_up_after_abort(specs)
 
 
 class TestMoreFaults(base.ManagerTestCase):
@@ -131,12 +108,10 @@ class TestMoreFaults(base.ManagerTestCase):
         Another conductor finishes each: the terminals ran every operation
         once (import, verify and each round), and the images converge.
         """
-        for name in ('conductor-1', 'conductor-2'):
-            self.dep.start_conductor(name)
-        self.start_terminals()
-        specs, writer = self.vm(self.SIZES)
         # threshold 0: every round is followed by another, up to 3.
-        m = self.migrate(specs, threshold_bytes=0, max_rounds=3)
+        specs, writer, m = self.running(('conductor-1', 'conductor-2'),
+                                        sizes=self.SIZES, threshold_bytes=0,
+                                        max_rounds=3)
         self.wait_op(m, 'import', 'RUNNING', timeout=240)
         owner = self.owner_of_job(m)
         self.assertIn(owner, self.dep.processes)
@@ -161,10 +136,7 @@ class TestMoreFaults(base.ManagerTestCase):
         down at the cutover, the migration waits in CUTTING_OVER with an
         event naming the terminal, then goes on when it is back.
         """
-        self.dep.start_conductor('conductor-1')
-        self.start_terminals()
-        specs, writer = self.vm(self.SIZES)
-        m = self.migrate(specs, threshold_bytes=0, max_rounds=2)
+        specs, writer, m = self.running(sizes=self.SIZES, threshold_bytes=0, max_rounds=2)
         op = self.wait_op(m, 'catchup_round', 'RUNNING', timeout=240)
         agent = 'terminal-site-a'
         self.dep.processes[agent].kill9()
@@ -186,6 +158,32 @@ class TestMoreFaults(base.ManagerTestCase):
         self.assertTrue(any('answers again' in t for t in self.events(m)))
         self.assert_converged(m)
 
+    def test_destination_terminal_dead_then_back_in_catching_up(self):
+        """kill -9 of the destination terminal mid-round, back after 20 s.
+
+        Its lsrp-server dies with its agent: the rounds fail on
+        TerminalUnreachable, the migration waits in CATCHING_UP with an
+        event naming the terminal, and once the terminal reports UP again
+        (only when its LSRP port accepts connections) catch-up resumes by
+        itself: no operator action, bit-exact at the end.
+        """
+        specs, writer, m = self.running(sizes=self.SIZES, threshold_bytes=0, max_rounds=3)
+        self.wait_op(m, 'catchup_round', 'RUNNING', timeout=240)
+        agent = 'terminal-site-b'
+        self.dep.processes[agent].kill9()
+        self.dep.wait(lambda: any(
+            'destination terminal %s unreachable' % agent in t
+            for t in self.events(m)), 120,
+            'an event saying the destination does not answer')
+        time.sleep(20)
+        self.assertEqual(states.CATCHING_UP, self.state(m))
+        self.dep.start_agent('site-b')
+        self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
+        texts = self.events(m)
+        self.assertTrue(any('%s answers again' % agent in t for t in texts))
+        self.cut_over(m, writer)
+        self.assert_converged(m)
+
     def test_rabbitmq_restarted_mid_migration(self):
         """The broker restarts mid-export: nothing is lost, exact.
 
@@ -193,10 +191,7 @@ class TestMoreFaults(base.ManagerTestCase):
         the tests running beside it keep theirs.
         """
         services, mq = self.private_broker()
-        self.dep.start_conductor('conductor-1')
-        self.start_terminals()
-        specs, writer = self.vm(self.SIZES)
-        m = self.migrate(specs)
+        specs, writer, m = self.running(sizes=self.SIZES)
         self.wait_op(m, 'export', 'RUNNING', timeout=240)
         mq.stop()
         # The Erlang VM outlives the script it was started by: wait for
@@ -232,10 +227,7 @@ class TestMoreFaults(base.ManagerTestCase):
         in the second shipment one is lost and parity covers it; the
         migration completes bit-exact.
         """
-        self.dep.start_conductor('conductor-1')
-        self.start_terminals()
-        specs, writer = self.vm(self.SIZES)
-        m = self.migrate(specs)
+        specs, writer, m = self.running(sizes=self.SIZES)
         s1 = self.wait_shipment(m)
         self.courier_plan(s1, {'lose_devices': self.serials[:2]})
         s1 = self.wait_shipment(m, 'LOST')

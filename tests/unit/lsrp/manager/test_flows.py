@@ -29,6 +29,7 @@ class FakeTerminals(object):
     def __init__(self):
         self.calls = []
         self.fail = {}
+        self.fail_times = {}    # kind -> how many starts fail (default all)
         self.endpoint = conductor.ManagerEndpoint()
 
     def api(self, topic):
@@ -37,7 +38,9 @@ class FakeTerminals(object):
         class API(object):
             def start(self, op_id, kind, params):
                 outer.calls.append((topic, kind, op_id))
-                if kind in outer.fail:
+                if kind in outer.fail and outer.fail_times.get(kind, 1) > 0:
+                    if kind in outer.fail_times:
+                        outer.fail_times[kind] -= 1
                     outer.endpoint.finished({}, topic, op_id, 'ERROR',
                                             error=outer.fail[kind])
                     return {'state': 'ERROR', 'error': outer.fail[kind]}
@@ -175,6 +178,31 @@ class TestPhases(FlowTestCase):
                                  if c[1] == 'export'}))
         self.assertEqual(1, len(actions.shipment_list(self.ctx)))
 
+    def test_pack_skips_devices_another_shipment_took(self):
+        # Another migration's Pack took SN0 after this one listed the
+        # blank devices: SN0 is skipped, not a failure.
+        actions.device_register(self.ctx, 'SN3', 'term-a', slot=3,
+                                path='/slots-a/SN3')
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        tasks.Snapshot().execute(m['id'], m['generation'])
+        stale = db.list_(self.ctx, 'device', {'state': 'BLANK'},
+                         sort_key='slot', sort_dir='asc')
+        sn0 = db.get(self.ctx, 'device', 'SN0')
+        db.transition(self.ctx, 'device', sn0['id'], 'assign')
+        real = db.list_
+
+        def list_(ctx, kind, filters=None, *a, **kw):
+            if kind == 'device' and (filters or {}).get('state') == 'BLANK':
+                return stale
+            return real(ctx, kind, filters, *a, **kw)
+        self.useFixture(fixtures.MonkeyPatch(
+            'lsrp.manager.flows.tasks.db.list_', list_))
+        sid = tasks.Pack().execute(m['id'], m['generation'])
+        self.assertEqual(['SN1', 'SN2', 'SN3'], [
+            d['serial'] for d in db.devices_of(self.ctx, sid)])
+        self.assertEqual([0, 1, 2], [
+            d['index_in_set'] for d in db.devices_of(self.ctx, sid)])
+
     def test_failure_is_recorded_and_retried(self):
         self.terminals.fail['export'] = 'DeviceFull: usb1 is full'
         m = self.run_phase('prepare')
@@ -244,3 +272,60 @@ class TestPhases(FlowTestCase):
         from lsrp.manager import keys
         self.assertRaises(exception.KeyManagerError,
                           keys.get_store().get, s['key_ref'])
+
+
+class TestUnreachableDestination(FlowTestCase):
+    """A catch-up round whose destination terminal does not answer."""
+
+    UNREACHABLE = ('TerminalUnreachable: terminal term-b (127.0.0.1:1): '
+                   'unreachable: ConnectionRefusedError')
+
+    def setUp(self):
+        super().setUp()
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        self.plug_in_at_destination()
+        self.run_phase('receive')
+        CONF.set_override('peer_retry_interval', 1, group='conductor')
+        self.addCleanup(CONF.clear_override, 'peer_retry_interval',
+                        group='conductor')
+        self.terminals.fail['catchup_round'] = self.UNREACHABLE
+
+    def events(self):
+        return [e['message'] for e in actions.events_query(
+            self.ctx, migration=self.m['id'], limit=1000)]
+
+    def test_waits_and_goes_on_when_it_is_back(self):
+        self.terminals.fail_times['catchup_round'] = 2
+        m = self.run_phase('catchup')
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertEqual(1, m['rounds'])
+        base_id = '%s.catchup_round.1' % m['id']
+        self.assertEqual([base_id, base_id + '.try2', base_id + '.try3'],
+                         [c[2] for c in self.terminals.calls
+                          if c[1] == 'catchup_round'])
+        texts = self.events()
+        self.assertEqual(2, len([t for t in texts if 'destination terminal '
+                                 'term-b unreachable' in t]))
+        self.assertTrue(any('answers again after 3 tries' in t
+                            for t in texts))
+
+    def test_fails_naming_the_terminal_after_patience(self):
+        CONF.set_override('peer_patience', 2, group='conductor')
+        self.addCleanup(CONF.clear_override, 'peer_patience',
+                        group='conductor')
+        m = self.run_phase('catchup')
+        self.assertEqual(states.FAILED, m['state'])
+        self.assertEqual(states.CATCHING_UP, m['failed_in'])
+        self.assertIn('destination terminal term-b unreachable',
+                      m['last_error'])
+        self.assertIn('peer_patience', m['last_error'])
+
+    def test_other_failures_fail_at_once(self):
+        self.terminals.fail['catchup_round'] = 'RbdError: pool vms is gone'
+        m = self.run_phase('catchup')
+        self.assertEqual(states.FAILED, m['state'])
+        self.assertEqual(1, len([c for c in self.terminals.calls
+                                 if c[1] == 'catchup_round']))
