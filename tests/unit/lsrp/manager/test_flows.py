@@ -197,7 +197,7 @@ class TestPhases(FlowTestCase):
             return real(ctx, kind, filters, *a, **kw)
         self.useFixture(fixtures.MonkeyPatch(
             'lsrp.manager.flows.tasks.db.list_', list_))
-        sid = tasks.Pack().execute(m['id'], m['generation'])
+        sid, = tasks.Pack().execute(m['id'], m['generation'])
         self.assertEqual(['SN1', 'SN2', 'SN3'], [
             d['serial'] for d in db.devices_of(self.ctx, sid)])
         self.assertEqual([0, 1, 2], [
