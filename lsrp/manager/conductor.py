@@ -224,6 +224,8 @@ def _slot(slot):
 # --- the sweeper -----------------------------------------------------------------
 
 # Working states: a phase must have a live job while a migration is there.
+# Seconds between the sweeper's looks for servers deleted in Nova.
+SERVERS_CHECK = 20
 SWEPT = (states.REQUESTED, states.SNAPSHOTTING, states.EXPORTING,
          states.CONSOLIDATING, states.DELIVERED, states.IMPORTING,
          states.CATCHING_UP, states.ABORTING)
@@ -276,12 +278,51 @@ class Sweeper(object):
                     CONF.conductor.compute_driver == 'nova':
                 self._nova(ctx, m)
             elif m['state'] == states.COMPLETED:
+                self._unlock_once(ctx, m)
                 days = m['options'].get('retention_days', 0)
                 done = db.utcfromiso(m['finished_at']) or now
                 if now - done >= datetime.timedelta(days=days):
                     jobs.post(ctx, m['id'], 'cleanup')
         self._couriers(ctx)
         custody.wipe_returned(ctx)
+        self._deleted_servers(ctx)
+
+    def _unlock_once(self, ctx, m):
+        # fedex-api records COMPLETED (nova_fedex's report); the conductor,
+        # which holds the [nova] credentials, undoes the lock.
+        if CONF.conductor.compute_driver != 'nova':
+            return
+        said = [e['message'] for e in db.events(
+            ctx, {'migration_id': m['id'], 'kind': 'nova'})]
+        if any(x.startswith('servers locked') for x in said) and not any(
+                x.startswith('servers unlocked') for x in said):
+            tasks.unlock_servers(ctx, m)
+
+    def _deleted_servers(self, ctx):
+        """A server deleted in Nova during its migration aborts it."""
+        from lsrp.manager import nova_lock
+
+        if CONF.conductor.compute_driver != 'nova':
+            return
+        # One GET per server: not at every sweep.
+        now = time.monotonic()
+        if now - getattr(self, '_servers_checked', 0) < SERVERS_CHECK:
+            return
+        self._servers_checked = now
+        for m in db.list_(ctx, 'migration', {'state': [
+                s for s in states.ABORTABLE if s != states.REQUESTED]}):
+            try:
+                gone = nova_lock.gone([s['server_id'] for s in m['servers']])
+            except Exception as e:
+                LOG.warning('cannot ask Nova about the servers of migration '
+                            '%s: %s', m['id'], e)
+                return
+            if gone:
+                LOG.warning('migration %s: server(s) %s deleted in Nova: '
+                            'aborting it', m['id'], ', '.join(gone))
+                actions.migration_abort(
+                    ctx, m['id'], reason='server %s deleted in Nova' %
+                    ', '.join(gone))
 
     def _ready(self, ctx, m, age):
         # With Nova, an approved cutover starts here too (without Nova the

@@ -48,6 +48,18 @@ class KeyStore(object):
     def delete(self, ref):
         raise NotImplementedError
 
+    def user_id(self):
+        """Who this process is at the key manager (None: no identities)."""
+        return None
+
+    def restrict(self, ref, user_ids):
+        """Only ``user_ids`` (and the key's creator) may read ``ref``.
+
+        False when the store has no per-user access (the file store: its
+        directory's permissions are all there is).
+        """
+        return False
+
 
 class FileKeys(KeyStore):
 
@@ -82,6 +94,7 @@ class CastellanKeys(KeyStore):
         from castellan import key_manager
         from oslo_context import context
         self._exc = castellan_exc
+        self.conf = conf
         self.api = key_manager.API(conf)
         # The manager and terminals are services, not users acting in a
         # request: they authenticate with their own Keystone credentials
@@ -113,6 +126,49 @@ class CastellanKeys(KeyStore):
             self.api.delete(self.ctx, ref)
         except self._exc.ManagedObjectNotFoundError:
             pass
+
+    def _session(self):
+        """A keystoneauth session of castellan's [key_manager] user."""
+        from keystoneauth1.identity import v3
+        from keystoneauth1 import session as ks_session
+
+        if getattr(self, '_ks', None) is None:
+            km = self.conf.key_manager
+            self._ks = ks_session.Session(auth=v3.Password(
+                auth_url=km.auth_url, username=km.username,
+                password=km.password, project_name=km.project_name,
+                user_domain_name=km.user_domain_name,
+                project_domain_name=km.project_domain_name))
+        return self._ks
+
+    def user_id(self):
+        if not self.conf.key_manager.auth_type:
+            return None
+        return self._session().get_user_id()
+
+    def restrict(self, ref, user_ids):
+        """Barbican's ACL: read for ``user_ids`` only, not the project.
+
+        castellan has no ACL call: Barbican's API (``PUT
+        /v1/secrets/{uuid}/acl``), found in the catalog (type
+        ``key-manager``) unless ``[barbican] barbican_endpoint`` says.
+        The project's admins (the manager's user) still read it.
+        """
+        if not ref or not _REF.match(ref):
+            raise exception.KeyManagerError(key=ref, reason='not a key ref')
+        session = self._session()
+        endpoint = getattr(self.conf, 'barbican', None) and \
+            self.conf.barbican.barbican_endpoint or session.get_endpoint(
+                service_type='key-manager', interface='public')
+        resp = session.put(
+            '%s/v1/secrets/%s/acl' % (endpoint.rstrip('/'), ref),
+            json={'read': {'users': sorted(set(user_ids)),
+                           'project-access': False}}, raise_exc=False)
+        if resp.status_code not in (200, 201):
+            raise exception.KeyManagerError(
+                key=ref, reason='Barbican refused its ACL: HTTP %d %s' % (
+                    resp.status_code, resp.text[:300]))
+        return True
 
 
 def get_store(conf=CONF):

@@ -180,8 +180,12 @@ class CutoverPauseBench(base.TestNovaCutover):
         after_copy = resumed.get('pause_seconds')
         return {
             'kind': 'fedex', 'final_delta_mib': mib,
-            'injected': 'injected' in injected and round(
+            'injected': 'seconds' in injected and round(
                 injected['seconds'], 3),
+            # Wall-clock ends of the pause seen from outside, to set
+            # against the nova-compute and libvirt logs of the same host.
+            'last_tick_at_a': _wall(left),
+            'first_tick_at_b': _wall(arrived[0]) if arrived else None,
             'pause_ms': pause_ms,
             'libvirt_downtime_ms': downtime,
             'delta_changed_bytes': delta.get('changed'),
@@ -215,6 +219,15 @@ class CutoverPauseBench(base.TestNovaCutover):
     def event_rows(self, m):
         from lsrp.manager import actions
         return actions.events_query(self.ctx, migration=m['id'], limit=1000)
+
+
+def _wall(monotonic):
+    """A time.monotonic() reading as UTC wall-clock text (ms)."""
+    import datetime
+
+    when = time.time() - (time.monotonic() - monotonic)
+    return datetime.datetime.fromtimestamp(
+        when, datetime.timezone.utc).strftime('%H:%M:%S.%f')[:-3]
 
 
 def main():

@@ -276,6 +276,32 @@ class TestNovaCutover(CutoverTestCase):
         m = [x for x in db.list_(self.ctx, 'migration')
              if any(s['server_id'] == sid for s in x['servers'])][0]
         self.assertEqual(states.COMPLETED, m['state'])
+        self.assert_belongs_to_b(sid, m)
+
+    def assert_belongs_to_b(self, sid, m):
+        """Unlocked, and Nova schedules the server inside site B now.
+
+        It was locked during the migration (the cutover, an admin's live
+        migration, went through the lock) and booted pinned to site A's
+        zone: nova_fedex rewrote its RequestSpec's zone to B's, so a
+        scheduled live migration (no host given) finds site-b-h2.
+        """
+        self.assertTrue(any(e.startswith('servers locked in Nova: %s locked'
+                                         % sid) for e in self.events(m)))
+
+        def unlocked():
+            return not self.cloud.openstack(
+                '--os-compute-api-version', '2.73', 'server', 'show',
+                sid)['locked']
+        self.dep.wait(unlocked, 120, 'server %s unlocked' % sid)
+        self.assertEqual('site-b', self.show(sid)['OS-EXT-AZ:availability_zone'])
+        self.openstack('--os-compute-api-version', '2.latest', 'server',
+                       'migrate', '--live-migration', '--wait', sid)
+        shown = self.show(sid)
+        self.assertEqual(('ACTIVE', 'site-b-h2'), (
+            shown['status'], shown['OS-EXT-SRV-ATTR:host']))
+        self.reader('site-b', '%s_disk' % sid).wait_advancing(ticks=20,
+                                                              timeout=120)
 
     def test_failure_after_memory_copy_rolls_back(self):
         server = self.boot('fedex-e2e-rb-%s' % self.id_)

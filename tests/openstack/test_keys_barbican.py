@@ -6,8 +6,9 @@ each with its own Keystone user (the terminals ``fedex-site-a`` and
 ``fedex-site-b``); Barbican is found in the Keystone catalog. A migration
 runs to the end and is cleaned up: the shipment's key is a Barbican secret,
 the destination terminal reads it only after the delivery (Barbican's own
-log says who read a secret's payload, and when), and the erase deletes it
-(Barbican then answers 404).
+log says who read a secret's payload, and when), its ACL lets only the
+destination terminal's user (and the manager) read it once the shipment
+is sealed, and the erase deletes it (Barbican then answers 404).
 """
 
 import datetime
@@ -40,10 +41,10 @@ class TestShipmentKeyInBarbican(manager_base.ManagerTestCase):
                                    ('site-a', 'fedex-site-a'),
                                    ('site-b', 'fedex-site-b'))}
 
-    def barbican(self):
-        """A Keystone session of the manager's user (project service)."""
+    def barbican(self, user='fedex'):
+        """A Keystone session of ``user`` (project service)."""
         auth = v3.Password(auth_url=self.cloud.keystone_url,
-                           username='fedex',
+                           username=user,
                            password=self.cloud.shared.secrets()['service'],
                            project_name='service',
                            user_domain_name='Default',
@@ -102,6 +103,23 @@ class TestShipmentKeyInBarbican(manager_base.ManagerTestCase):
                         % reads)
         self.assertGreaterEqual(min(at_b), delivered, reads)
         self.assertTrue(at_a and min(at_a) < delivered, reads)
+
+        # Per-terminal ACL: once sealed, only the destination terminal's
+        # user (and the manager) reads the key; the source's and another
+        # terminal's users (members of the same project) are refused.
+        payload = url + '/payload'
+        accept = {'Accept': 'application/octet-stream'}
+        got = {user: self.barbican(user).get(
+            payload, headers=accept, raise_exc=False).status_code
+            for user in ('fedex', 'fedex-site-a', 'fedex-site-b',
+                         'fedex-site-c')}
+        self.assertEqual({'fedex': 200, 'fedex-site-a': 403,
+                          'fedex-site-b': 200, 'fedex-site-c': 403}, got)
+        acl = barbican.get(url + '/acl').json()['read']
+        self.assertEqual(([site_b], False),
+                         (acl['users'], acl['project-access']))
+        self.assertTrue(any('readable by terminal-site-b only' in e
+                            for e in self.events(m)), self.events(m))
 
         self.cut_over(m, writer)
         self.assert_converged(m)

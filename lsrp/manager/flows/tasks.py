@@ -371,6 +371,7 @@ class Snapshot(Prepare):
             # Cinder refuses what would make the copies diverge from now.
             cinder.mark(x, db.get(ctx, 'site', x['source_site_id'])['name'],
                         db.get(ctx, 'site', x['dest_site_id'])['name'])
+            lock_servers(ctx, x)
         snap = seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],
@@ -435,6 +436,69 @@ def _leader_only(ctx, m):
 
 def _specs_of(members):
     return [v['source_image'] for x in members for v in x['volumes']]
+
+
+def lock_servers(ctx, m):
+    """Lock the migration's servers in Nova, naming it (with Nova only)."""
+    from lsrp.manager import nova_lock
+
+    if not nova_lock.enabled():
+        return
+    why = nova_lock.reason(m['id'], db.get(ctx, 'site',
+                                           m['dest_site_id'])['name'])
+    done = nova_lock.lock([s['server_id'] for s in m['servers']], why)
+    db.add_event(ctx, 'migration', m['id'], 'nova', 'servers locked in '
+                 'Nova: %s' % ', '.join('%s %s' % kv for kv in
+                                        sorted(done.items())),
+                 migration_id=m['id'], details={'locked_reason': why})
+
+
+def unlock_servers(ctx, m):
+    """Undo lock_servers (the migration ended); never raises."""
+    from lsrp.manager import nova_lock
+
+    if not nova_lock.enabled():
+        return
+    why = nova_lock.reason(m['id'], db.get(ctx, 'site',
+                                           m['dest_site_id'])['name'])
+    try:
+        done = nova_lock.unlock([s['server_id'] for s in m['servers']], why)
+    except Exception as e:      # no credentials, Nova down: say so
+        done = {'*': 'not unlocked: %s' % e}
+    db.add_event(ctx, 'migration', m['id'], 'nova', 'servers unlocked in '
+                 'Nova: %s' % ', '.join('%s %s' % kv for kv in
+                                        sorted(done.items())),
+                 migration_id=m['id'])
+
+
+def restrict_key(ctx, m, key_ref, shipment, terminal_ids, why):
+    """The shipment key's ACL: only these terminals (and the manager).
+
+    Each terminal says who it is at the key manager in its heartbeat
+    (``key_user_id``). The file store has no per-user access: nothing to
+    do. A terminal that did not say is an error: the key would be readable
+    by a user nobody named.
+    """
+    store = keys_mod.get_store()
+    if store.user_id() is None:
+        return
+    users, names = [], []
+    for tid in terminal_ids:
+        term = _terminal(ctx, tid)
+        user = (term.get('info') or {}).get('key_user_id')
+        if not user:
+            raise exception.ManagerError(
+                reason='terminal %s has not said who it is at the key '
+                       'manager (key_user_id in its heartbeat): the key of '
+                       'shipment %s cannot be restricted to it' % (
+                           term['name'], shipment))
+        users.append(user)
+        names.append(term['name'])
+    store.restrict(key_ref, users)
+    db.add_event(ctx, 'migration', m['id'], 'key', 'key of shipment %s '
+                 'readable by %s only (and the manager): %s' % (
+                     shipment, ', '.join(names), why),
+                 migration_id=m['id'])
 
 
 class Pack(Prepare):
@@ -515,6 +579,9 @@ class Pack(Prepare):
         name = 'fedex-%s-%d' % (short(m['id']), n)
         key_ref = keys_mod.get_store().create(name)
         try:
+            restrict_key(ctx, m, key_ref, name, (
+                m['source_terminal_id'], m['dest_terminal_id']),
+                'the source writes the devices, the destination reads them')
             s = db.create(ctx, 'shipment', dict(
                 name=name, state=states.S_CREATED, key_ref=key_ref,
                 source_site_id=m['source_site_id'],
@@ -698,6 +765,10 @@ class Dispatch(Prepare):
         for s in _open_shipments(ctx, members):
             if s['state'] != states.S_SEALED:
                 continue
+            # Sealed: the source terminal has no more use for the key.
+            restrict_key(ctx, m, s['key_ref'], s['name'],
+                         (m['dest_terminal_id'],),
+                         'sealed: only the destination reads it')
             courier = couriers.get(s['carrier'])
             tracking = courier.dispatch(ctx, s)
             if tracking and tracking != s['tracking_number']:
@@ -1343,4 +1414,5 @@ class CleanUpAbort(Abort):
                     {'images': [v['dest_image'] for v in m['volumes']],
                      'prefixes': shipments_mod.snapshot_prefixes(ctx, m)})
         cinder.unmark(m)
+        unlock_servers(ctx, m)
         m = step(ctx, m, 'aborted', values={'finished_at': db.now()})

@@ -247,7 +247,19 @@ class Agent(object):
                 '%s:%d' % (s.host, s.port),
                 'rpc_topic': rpc.terminal_topic(self.terminal.name, self.conf),
                 'devices': devices, 'running': sorted(
-                    self.endpoint.running)}
+                    self.endpoint.running),
+                # The shipment keys' ACLs name it (keys.restrict).
+                'key_user_id': self.key_user_id()}
+
+    def key_user_id(self):
+        if getattr(self, '_key_user_id', None) is None:
+            try:
+                self._key_user_id = self.terminal.key_store.user_id() or ''
+            except Exception as e:   # the next heartbeat asks again
+                LOG.warning('%s: who am I at the key manager? %s',
+                            self.terminal.name, e)
+                return None
+        return self._key_user_id or None
 
     def lsrp_accepting(self):
         """Whether this terminal's lsrp-server completes a TLS handshake.

@@ -42,9 +42,11 @@ HOSTS_PER_SITE = 2
 DATABASES = ('keystone', 'placement', 'nova_api', 'nova', 'nova_cell0',
              'cinder', 'glance', 'barbican')
 # fedex-site-a/-b: the sandbox's terminals, each its own identity at the
-# key manager (Barbican's log then says which terminal read a key when).
+# key manager (Barbican's log then says which terminal read a key when);
+# fedex-site-c: a third terminal's, that a shipment key's ACL refuses.
+TERMINAL_USERS = ('fedex-site-a', 'fedex-site-b', 'fedex-site-c')
 SERVICE_USERS = ('nova', 'placement', 'glance', 'cinder', 'fedex',
-                 'barbican', 'fedex-site-a', 'fedex-site-b')
+                 'barbican') + TERMINAL_USERS
 # Entry points of this group add WSGI services to the cloud (Horizon, the
 # project's API): each is a callable(cloud) returning a list of
 # ExtraService. They start after the OpenStack APIs, and their catalog
@@ -505,7 +507,13 @@ class Cloud(object):
         secrets = self.shared.secrets()
         users = [{'name': u, 'password': secrets['service'],
                   'project': 'service', 'roles': ['admin', 'service']}
-                 for u in SERVICE_USERS]
+                 for u in SERVICE_USERS if u not in TERMINAL_USERS]
+        # Terminals are not admins: Barbican lets a project admin read any
+        # secret of the project, and a shipment key's ACL names the one
+        # terminal that may read it (lsrp/manager/keys.py).
+        users += [{'name': u, 'password': secrets['service'],
+                   'project': 'service', 'roles': ['member', 'reader']}
+                  for u in TERMINAL_USERS]
         users += [{'name': 'demo', 'password': secrets['demo'],
                    'project': 'demo', 'roles': ['member', 'reader']},
                   {'name': 'demo-reader', 'password': secrets['demo'],

@@ -569,8 +569,43 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             return recover_method(context, instance, dest, migrate_data)
         result = post_method(context, instance, dest, block_migration,
                              migrate_data)
-        self._fedex_report(context, plan, 'completed', dest=dest)
+        zone = self._fedex_follow_zone(context, instance, dest)
+        self._fedex_report(context, plan, 'completed', dest=dest,
+                           availability_zone=zone)
         return result
+
+    def _fedex_follow_zone(self, context, instance, dest):
+        """The server's RequestSpec asks for B's zone, if it asked for A's.
+
+        A server booted with ``--availability-zone`` keeps that zone in its
+        RequestSpec (nova_api), and a later scheduled move would look for a
+        host there: at site A. Nova has no API to change it; the compute
+        reads and saves the RequestSpec through nova-conductor (the objects'
+        indirection API), which holds the API database. Returns the zone
+        written, or None. A failure is logged, never raised: the guest
+        already runs at B.
+        """
+        from nova import availability_zones
+
+        try:
+            spec = objects.RequestSpec.get_by_instance_uuid(context,
+                                                            instance.uuid)
+            zone = availability_zones.get_host_availability_zone(context,
+                                                                 dest)
+            if not spec.obj_attr_is_set('availability_zone') or \
+                    not spec.availability_zone or \
+                    spec.availability_zone == zone:
+                return None
+            LOG.info('FedEx: the RequestSpec asked for zone %s; now %s',
+                     spec.availability_zone, zone, instance=instance)
+            spec.availability_zone = zone
+            spec.save()
+            return zone
+        except Exception as e:
+            LOG.error('FedEx: the RequestSpec still names the source zone '
+                      '(%s): a scheduled move will look for a host there; '
+                      'see doc/source/nova.rst', e, instance=instance)
+            return None
 
     def _fedex_wait_source_stopped(self, instance, timeout=10):
         deadline = time.monotonic() + timeout

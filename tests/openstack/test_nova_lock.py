@@ -1,0 +1,71 @@
+"""Servers locked in Nova while their FedEx migration runs (mini-cloud).
+
+The manager locks each server of a migration when its first phase starts
+(compute API 2.73, ``locked_reason`` naming the migration) and unlocks it
+when the migration ends; a server deleted anyway aborts the migration.
+The cutover of a locked server is shown by test_cutover_nova (it runs on a
+locked server and checks the lock is gone once COMPLETED).
+"""
+
+import rbd
+
+from lsrp.manager.db import api as db
+from lsrp.manager import nova_lock
+from lsrp.manager import states
+from tests.openstack import test_cutover_nova as base
+
+
+class TestNovaLock(base.CutoverTestCase):
+
+    def lock_of(self, sid):
+        shown = self.cloud.openstack('--os-compute-api-version', '2.73',
+                                     'server', 'show', sid)
+        return shown['locked'], shown.get('locked_reason')
+
+    def start(self, sid):
+        """A FedEx migration of ``sid``, waiting for the approval."""
+        self.openstack('server', 'migrate', '--live-migration', '--fedex',
+                       '--host', base.SITE_B_HOST, '--cutover', 'approved',
+                       sid)
+        return self.dep.wait(lambda: [
+            x for x in db.list_(self.ctx, 'migration')
+            if any(s['server_id'] == sid for s in x['servers'])], 120,
+            'the migration of %s' % sid)[0]
+
+    def locked(self, sid, m):
+        def is_locked():
+            locked, why = self.lock_of(sid)
+            return locked and why
+        why = self.dep.wait(is_locked, 300, 'server %s locked' % sid,
+                            interval=2)
+        self.assertEqual(nova_lock.reason(m['id'], 'site-b'), why)
+        self.assertIn(m['id'], why)
+
+    def test_locked_while_it_runs_unlocked_at_abort(self):
+        sid = self.boot('fedex-lock-%s' % self.id_)['id']
+        self.assertEqual((False, None), self.lock_of(sid))
+        m = self.start(sid)
+        self.locked(sid, m)
+        self.openstack('fedex', 'migration', 'abort', m['id'])
+        self.wait_state(m, states.ABORTED, timeout=600)
+        self.dep.wait(lambda: not self.lock_of(sid)[0], 120,
+                      'server %s unlocked after the abort' % sid)
+        self.assertTrue(any('servers unlocked in Nova: %s unlocked' % sid
+                            in e for e in self.events(m)), self.events(m))
+
+    def test_server_deleted_aborts_its_migration(self):
+        sid = self.boot('fedex-lock-del-%s' % self.id_)['id']
+        m = self.start(sid)
+        self.locked(sid, m)
+        # An admin may delete a locked server.
+        self.openstack('server', 'delete', '--wait', sid)
+        self.wait_state(m, states.ABORTED, timeout=600)
+        rows = db.events(self.ctx, {'migration_id': m['id']})
+        aborting = [e for e in rows if e['to_state'] == states.ABORTING]
+        self.assertEqual(1, len(aborting), self.events(m))
+        self.assertIn('server %s deleted in Nova' % sid,
+                      aborting[0]['message'])
+        # Cleaned up: Nova removed the disk, or it has no snapshot of ours.
+        image = '%s_disk' % sid
+        if image in rbd.RBD().list(self.pool('site-a', 'vms').ioctx):
+            self.assert_no_snapshots_of_ours(['vms/%s' % image])
