@@ -47,10 +47,15 @@ SITE_B_HOST = 'site-b-h1'
 FILL_OFFSET = 4 * MiB
 
 
+def say(text):
+    # Line by line even into a pipe or a file: the events as they happen.
+    print(text, flush=True)
+
+
 class CloudDemo(object):
     """One run of the demo; ``run()`` returns the report (a dict)."""
 
-    def __init__(self, sb, fill_mib=48, out=print, timeout=1800, **_ignored):
+    def __init__(self, sb, fill_mib=48, out=say, timeout=1800, **_ignored):
         self.sb = sb
         self.cloud = sb.cloud()
         self.fill = fill_mib * MiB
@@ -117,11 +122,20 @@ class CloudDemo(object):
             self.clusters[site].pool(pool).ioctx, image)
 
     def _ready_terminals(self):
+        """Both terminals UP, site A's with its blank devices (the seed)."""
+        site_a = db.get(self.ctx, 'site', 'site-a')['id']
+
         def ready():
             terms = actions.terminal_list(self.ctx)
-            return len(terms) == 2 and all(t['health'] == 'UP'
-                                           for t in terms)
-        self._wait('the terminals of the sandbox UP', ready, 120, 0.5)
+            blank = [d for t in terms if t['site_id'] == site_a
+                     for d in actions.device_list(
+                         self.ctx, {'terminal_id': t['id'],
+                                    'state': states.D_BLANK})]
+            return len(terms) == 2 and all(
+                t['health'] == 'UP' for t in terms) and \
+                len(blank) >= sandbox_mod.DEVICES_PER_SITE
+        self._wait('the terminals of the sandbox UP with blank devices at '
+                   'site-a', ready, 120, 0.5)
 
     # --- the story ----------------------------------------------------------
 
