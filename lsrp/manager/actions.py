@@ -177,15 +177,17 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
     ``servers``: [{"server_id": ..., "name": ..., "volumes": [
     {"source_image": "pool/img", "dest_image": ..., "volume_id": ...,
     "size_bytes": ...} or "pool/img", ...]}]
-    ``volumes``: detached Cinder volumes moved on their own, in the same
-    form ({"volume_id": ..., "source_image": ...}); their cutover needs no
-    Nova: final delta, then Cinder's ownership move.
+    ``volumes``: detached Cinder volumes (or bare RBD images) moved on
+    their own, in the same form ({"volume_id": ..., "source_image": ...});
+    with no server, the cutover needs no Nova: final delta, then Cinder's
+    ownership move.
     """
     servers = servers or []
     if not isinstance(servers, list) or not (servers or volumes):
         _bad('servers', 'a migration needs at least one server or volume')
     if volumes is not None and (not isinstance(volumes, list) or any(
-            not isinstance(v, dict) or not v.get('volume_id')
+            not isinstance(v, dict) or not (v.get('volume_id') or
+                                            v.get('source_image'))
             for v in volumes)):
         _bad('volumes', 'a list of {"volume_id": ..., "source_image": ...}')
     src = db.get(ctx, 'site', source_site)
@@ -224,8 +226,11 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
             seen.add(v['source_image'])
             volume_rows.append(v)
     if volumes:
+        # A Cinder volume (its id) or a bare RBD image (no Cinder record:
+        # the Ceph-only demo).
         for v in _volumes_of({'volumes': [
-                dict(x, kind='volume', source_image=x.get('source_image') or
+                dict(x, kind='volume' if x.get('volume_id') else 'disk',
+                     source_image=x.get('source_image') or
                      CINDER_IMAGE % x['volume_id']) for x in volumes]}, 0,
                 pool_map or {}):
             if v['source_image'] in seen:

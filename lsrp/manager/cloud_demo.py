@@ -345,7 +345,25 @@ class CloudDemo(object):
         return total
 
     def cleanup(self):
-        """The server and the volume deleted, the retained copies at A too."""
+        """The server and the volume deleted, the retained copies at A too.
+
+        The migration is cleaned up now rather than after its retention
+        (devices crypto-erased, the shipment key destroyed, snapshots
+        removed).
+        """
+        if self.migration_id:
+            try:
+                self._connect()
+                try:
+                    if db.get(self.ctx, 'migration', self.migration_id)[
+                            'state'] == states.COMPLETED:
+                        actions.migration_cleanup(self.ctx,
+                                                  self.migration_id)
+                finally:
+                    self._close()
+            except exception.FedexException as e:
+                self.out('  ! migration %s not cleaned up: %s' % (
+                    self.migration_id, e))
         if self.server_id:
             self.cloud.openstack_plain('server', 'delete', '--wait',
                                        self.server_id, check=False)

@@ -174,14 +174,8 @@ def do_demo(sb):
               '(tools/install.sh --openstack): the Ceph-only demo',
               file=sys.stderr)
         ceph_only = True
-    if ceph_only and sb.cloud().exists():
-        # Its conductor asks Nova for every cutover: the Ceph-only demo's
-        # "VM" is no Nova server.
-        raise exception.SandboxError(
-            reason='this sandbox has the mini-cloud, whose manager cuts '
-                   'over through Nova: run the Ceph-only demo in a sandbox '
-                   'without it (--sandbox-dir DIR --sandbox-base_port N), '
-                   'or fedex-sandbox demo without --ceph-only')
+    # The Ceph-only demo runs in a sandbox with the mini-cloud too (its
+    # images have no server: no Nova at the cutover).
     do_up(sb, openstack=not ceph_only)
     if not ceph_only:
         demo = layers_mod.demo_class('cloud')(sb)

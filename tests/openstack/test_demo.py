@@ -43,6 +43,7 @@ class TestDemo(base.CloudTestCase):
                 proc.returncode, proc.stdout[-6000:], proc.stderr[-4000:]))
         demo = cloud_demo.CloudDemo(self.sandbox)
         demo.server_id, demo.volume_id = report['server'], report['volume']
+        demo.migration_id = report['migration']
         self.addCleanup(demo.cleanup)
         self.assertEqual(0, proc.returncode, proc.stdout[-6000:] +
                          proc.stderr[-3000:])
