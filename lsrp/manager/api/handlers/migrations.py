@@ -83,7 +83,8 @@ def create(req):
     servers = _servers(body) if body.get('servers') else []
     volumes = _detached(body)
     if not servers and not volumes:
-        raise errors.HTTPError(400, 'a migration needs servers or volumes')
+        raise errors.HTTPError(400, 'invalid body field servers: a '
+                               'migration needs servers or volumes')
     source_site = body.get('source_site') or _volumes_site(volumes)
     options = body.get('options') or {}
     # Detached volumes are checked like a server's images (their sizes,
