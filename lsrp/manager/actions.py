@@ -176,18 +176,32 @@ def _volumes_of(server, index, dest_pool_map):
     return out
 
 
+# The RBD image of a Cinder volume (the RBD driver's pool ``volumes``).
+CINDER_IMAGE = 'volumes/volume-%s'
+
+
 def migration_create(ctx, servers, source_site, dest_site, name=None,
                      source_host=None, dest_host=None, options=None,
                      source_terminal=None, dest_terminal=None,
-                     pool_map=None, start=True):
+                     pool_map=None, start=True, volumes=None):
     """Request the move of ``servers`` (a wave) to ``dest_site``.
 
     ``servers``: [{"server_id": ..., "name": ..., "volumes": [
     {"source_image": "pool/img", "dest_image": ..., "volume_id": ...,
     "size_bytes": ...} or "pool/img", ...]}]
+    ``volumes``: detached Cinder volumes (or bare RBD images) moved on
+    their own, in the same form ({"volume_id": ..., "source_image": ...});
+    with no server, the cutover needs no Nova: final delta, then Cinder's
+    ownership move.
     """
-    if not servers or not isinstance(servers, list):
-        _bad('servers', 'a migration needs at least one server')
+    servers = servers or []
+    if not isinstance(servers, list) or not (servers or volumes):
+        _bad('servers', 'a migration needs at least one server or volume')
+    if volumes is not None and (not isinstance(volumes, list) or any(
+            not isinstance(v, dict) or not (v.get('volume_id') or
+                                            v.get('source_image'))
+            for v in volumes)):
+        _bad('volumes', 'a list of {"volume_id": ..., "source_image": ...}')
     src = db.get(ctx, 'site', source_site)
     dst = db.get(ctx, 'site', dest_site)
     if src['id'] == dst['id']:
@@ -220,6 +234,19 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
         for v in _volumes_of(server, i, pool_map or {}):
             if v['source_image'] in seen:
                 _bad('servers[%d].volumes' % i, 'image %s is listed twice'
+                     % v['source_image'])
+            seen.add(v['source_image'])
+            volume_rows.append(v)
+    if volumes:
+        # A Cinder volume (its id) or a bare RBD image (no Cinder record:
+        # the Ceph-only demo).
+        for v in _volumes_of({'volumes': [
+                dict(x, kind='volume' if x.get('volume_id') else 'disk',
+                     source_image=x.get('source_image') or
+                     CINDER_IMAGE % x['volume_id']) for x in volumes]}, 0,
+                pool_map or {}):
+            if v['source_image'] in seen:
+                _bad('volumes', 'image %s is listed twice'
                      % v['source_image'])
             seen.add(v['source_image'])
             volume_rows.append(v)

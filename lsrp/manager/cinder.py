@@ -18,6 +18,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp.manager import service_auth
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -25,20 +26,11 @@ GROUP = 'cinder'
 
 
 def register_opts(conf):
-    from keystoneauth1 import loading as ks_loading
-
-    ks_loading.register_session_conf_options(conf, GROUP)
-    ks_loading.register_auth_conf_options(conf, GROUP)
-    ks_loading.register_adapter_conf_options(conf, GROUP)
-    conf.set_default('service_type', 'block-storage', group=GROUP)
+    service_auth.register_opts(conf, GROUP, 'block-storage')
 
 
 def list_opts():
-    from keystoneauth1 import loading as ks_loading
-
-    return (ks_loading.get_session_conf_options() +
-            ks_loading.get_auth_common_conf_options() +
-            ks_loading.get_adapter_conf_options(include_deprecated=False))
+    return service_auth.list_opts()
 
 
 def cinder_volumes(m):
@@ -48,17 +40,9 @@ def cinder_volumes(m):
 
 
 def _adapter(conf=CONF):
-    from keystoneauth1 import loading as ks_loading
-
-    auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
-    if auth is None:
-        raise exception.ManagerError(
-            reason='the migration ships Cinder volumes but the manager has '
-                   'no [cinder] credentials (keystoneauth options)')
-    session = ks_loading.load_session_from_conf_options(conf, GROUP,
-                                                        auth=auth)
-    return ks_loading.load_adapter_from_conf_options(
-        conf, GROUP, session=session, auth=auth)
+    return service_auth.adapter(
+        conf, GROUP, missing='the migration ships Cinder volumes but the '
+        'manager has no [cinder] credentials (keystoneauth options)')
 
 
 def _action(adapter, volume_id, action, args):

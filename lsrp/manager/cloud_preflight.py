@@ -192,6 +192,44 @@ def _capacity_reasons(cloud, needs, dest_host=None, dest_aggregate=None):
     return []
 
 
+def volume_reasons(cloud, volume_ids, source_site=None):
+    """Reasons detached volumes cannot move on their own, and their zones.
+
+    Returns ``(reasons, {volume id: availability zone})``. A volume moved
+    on its own must be detached (``available``): an attached one moves with
+    its server, whose cutover switches the attachment.
+    """
+    out, zones = [], {}
+    for vid in volume_ids:
+        status, body = cloud.volume_of(vid)
+        if status == 404:
+            out.append('volume %s does not exist in Cinder' % vid)
+            continue
+        if status != 200:
+            out.append('volume %s: Cinder answered HTTP %d (%s)' % (
+                vid, status, str(body)[:200]))
+            continue
+        vol = body['volume']
+        zones[vid] = vol.get('availability_zone')
+        if vol['status'] == 'in-use':
+            out.append('volume %s is attached: migrate its server instead '
+                       '(openstack server migrate --live-migration --fedex)'
+                       % vid)
+        elif vol['status'] != 'available':
+            out.append('volume %s is %s, not available'
+                       % (vid, vol['status']))
+        if vol.get('multiattach'):
+            out.append('volume %s is multiattach, which is not supported'
+                       % vid)
+        if vol.get('encrypted'):
+            out.append('volume %s is encrypted, which is not supported'
+                       % vid)
+        if source_site and zones[vid] != source_site:
+            out.append('volume %s is in availability zone %s, not at the '
+                       'source site %s' % (vid, zones[vid], source_site))
+    return out, zones
+
+
 def reasons(cloud, server_ids, dest_host=None, dest_aggregate=None):
     """Every reason Nova, Cinder and Placement give against the move."""
     needs = {'VCPU': 0, 'MEMORY_MB': 0}

@@ -13,6 +13,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from lsrp import exception
+from lsrp.manager import service_auth
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -22,30 +23,15 @@ MICROVERSION = '2.30'
 
 
 def register_opts(conf):
-    from keystoneauth1 import loading as ks_loading
-
-    ks_loading.register_session_conf_options(conf, GROUP)
-    ks_loading.register_auth_conf_options(conf, GROUP)
-    ks_loading.register_adapter_conf_options(conf, GROUP)
-    conf.set_default('service_type', 'compute', group=GROUP)
+    service_auth.register_opts(conf, GROUP, 'compute')
 
 
 def list_opts():
-    from keystoneauth1 import loading as ks_loading
-
-    return (ks_loading.get_session_conf_options() +
-            ks_loading.get_auth_common_conf_options() +
-            ks_loading.get_adapter_conf_options(include_deprecated=False))
+    return service_auth.list_opts()
 
 
 def _adapter(conf=CONF):
-    from keystoneauth1 import loading as ks_loading
-
-    auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
-    session = ks_loading.load_session_from_conf_options(conf, GROUP,
-                                                        auth=auth)
-    return ks_loading.load_adapter_from_conf_options(
-        conf, GROUP, session=session, auth=auth)
+    return service_auth.adapter(conf, GROUP)
 
 
 def live_migrate(server_id, host, conf=CONF):

@@ -106,7 +106,7 @@ def _destination_room(site, images, sizes, reasons):
 
 
 def check(ctx, servers, source_site, dest_site, pool_map=None,
-          parity=1, cloud=None, dest_host=None):
+          parity=1, cloud=None, dest_host=None, volume_ids=()):
     """The images' total size and their sizes, or PreflightFailed.
 
     PreflightFailed lists every reason the migration cannot work.
@@ -157,6 +157,9 @@ def check(ctx, servers, source_site, dest_site, pool_map=None,
                 'source site %s: blank devices hold %d bytes (after parity '
                 '%d), the images need %d' % (src['name'], usable, parity,
                                              total))
+    if cloud is not None and volume_ids:
+        reasons += cloud_preflight.volume_reasons(
+            cloud, volume_ids, src and src['name'])[0]
     if cloud is not None:
         reasons += cloud_preflight.reasons(
             cloud, [s['server_id'] for s in servers if s.get('server_id')],

@@ -8,6 +8,12 @@ machine: the demo, the conductor and taskflow write at once.) Their files
 live in ``<sandbox>/manager``: configs, logs, pid files, the key
 directory, the device slots of each terminal
 (``slots-site-a/<serial>``: directories standing in for USB disks).
+
+With the mini-cloud (``fedex-sandbox up --openstack``) the conductor
+drives Nova at the cutover (``[conductor] compute_driver = nova``) and
+marks and moves Cinder volumes, as the cloud's own ``fedex`` service user
+(``[nova]``, ``[cinder]``); the cloud's fedex-api gets the same. Without
+it, the final delta completes a migration (the Ceph-only demo).
 """
 
 import os
@@ -19,6 +25,19 @@ from lsrp.sandbox.services import base as services_base
 SITES = ('site-a', 'site-b')
 TERMINAL_OFFSETS = {'site-a': 300, 'site-b': 301}
 DEVICES_PER_SITE = 3
+
+
+def cloud_auth(sb):
+    """keystoneauth options of the cloud's ``fedex`` user, or None.
+
+    None when the sandbox has no mini-cloud (its clouds.yaml is written
+    when ``up --openstack`` configures it).
+    """
+    cloud = sb.cloud()
+    if not os.path.exists(cloud.clouds_yaml):
+        return None
+    return dict(cloud.credentials()['fedex-service'], auth_type='password',
+                region_name='RegionOne')
 
 
 class SandboxManager(object):
@@ -39,7 +58,16 @@ class SandboxManager(object):
                 session_timeout=10, database='mysql',
                 timetable={'hand_over': 0, 'depart': 2, 'scan': 4,
                            'deliver': 6})
+            auth = cloud_auth(self.sb)
+            if auth:
+                self._dep.compute_driver = 'nova'
+                self._dep.nova = auth
+                self._dep.cinder = auth
         return self._dep
+
+    def drives_nova(self):
+        """True when the conductor asks Nova for the cutover."""
+        return self.dep.compute_driver == 'nova'
 
     def _service(self, name, conf, program):
         argv = [os.path.join(deploy.BIN, program), '--config-file', conf]
@@ -66,9 +94,7 @@ class SandboxManager(object):
         from lsrp.manager.db import api as db
         d = self.dep
         d.db_sync()
-        d.write_conf('conductor-1.conf', d.manager_conf('conductor-1'))
-        for site in SITES:
-            d.write_conf('agent-%s.conf' % site, d.agent_conf(site))
+        self.write_confs()
         db.configure(d.db_url)
         ctx = context.admin('fedex-sandbox')
         for site in SITES:
@@ -80,6 +106,25 @@ class SandboxManager(object):
                                       ceph_keyring=s.keyring)
         d.make_slots('site-a', DEVICES_PER_SITE)
         os.makedirs(d.slots_dir('site-b'), exist_ok=True)
+
+    def write_confs(self):
+        """The processes' config files; the names of those that changed."""
+        d = self.dep
+        wanted = {'conductor-1.conf': d.manager_conf('conductor-1')}
+        for site in SITES:
+            wanted['agent-%s.conf' % site] = d.agent_conf(site)
+        changed = []
+        for filename, sections in wanted.items():
+            path = os.path.join(d.work, filename)
+            try:
+                with open(path) as f:
+                    old = f.read()
+            except FileNotFoundError:
+                old = None
+            if old != deploy._ini(sections):
+                d.write_conf(filename, sections)
+                changed.append(path)
+        return changed
 
     @property
     def marker(self):
@@ -94,9 +139,18 @@ class SandboxManager(object):
             self.configure()
             with open(self.marker, 'w') as f:
                 f.write('yes\n')
+            changed = []
+        else:
+            # The mini-cloud came (or went): the conductor's [nova] and
+            # [cinder] follow, and a running process takes its new config.
+            changed = self.write_confs()
         result = {}
         for svc in self.services():
-            if svc.pid() is None:
+            if svc.pid() is not None and svc.marker in changed:
+                svc.stop()
+                svc.start()
+                result[svc.name] = 'restarted (new config)'
+            elif svc.pid() is None:
                 svc.start()
                 result[svc.name] = 'started'
             else:

@@ -10,12 +10,17 @@
     fedex-sandbox destroy   down, then remove all state
     fedex-sandbox wan-up [--rate-mbit N] [--delay-ms N]   the emulated WAN
     fedex-sandbox wan-down
-    fedex-sandbox demo      move a writing VM's disks from site-a to site-b
-                            through the shipment manager (--direct: the
-                            engine's steps called one by one)
+    fedex-sandbox demo      with the OpenStack part installed: bring up the
+                            mini-cloud and move a real Nova server with an
+                            attached Cinder volume from site-a to site-b
+                            (openstack server migrate --live-migration
+                            --fedex); --ceph-only: move a writing VM's
+                            disks through the shipment manager alone
+                            (--direct: the engine's steps one by one)
 """
 
 import json
+import os
 import shlex
 import sys
 
@@ -43,9 +48,11 @@ UP_RESULTS = {'healthy': 'already healthy',
               'created': 'created, healthy'}
 
 
-def do_up(sb):
+def do_up(sb, openstack=None):
     sites = {s.name for s in sb.sites}
-    for name, action in sb.up(openstack=getattr(CONF.command, 'openstack', False)).items():
+    if openstack is None:
+        openstack = getattr(CONF.command, 'openstack', False)
+    for name, action in sb.up(openstack=openstack).items():
         print('%s: %s' % (name, UP_RESULTS[action] if name in sites
                           else action))
     # What runs on top (the shipment manager: a conductor and one terminal
@@ -152,10 +159,27 @@ def do_wan_up(sb):
     return 0
 
 
+def cloud_installed():
+    """True when tools/install.sh --openstack made the cloud's virtualenv."""
+    from lsrp.sandbox.services import cloud as cloud_mod
+    return os.path.exists(os.path.join(cloud_mod.default_venv(), 'bin',
+                                       'nova-compute'))
+
+
 def do_demo(sb):
     args = CONF.command
-    do_up(sb)
-    if args.direct:
+    ceph_only = args.ceph_only or args.direct
+    if not ceph_only and not cloud_installed():
+        print('fedex-sandbox demo: the OpenStack part is not installed '
+              '(tools/install.sh --openstack): the Ceph-only demo',
+              file=sys.stderr)
+        ceph_only = True
+    # The Ceph-only demo runs in a sandbox with the mini-cloud too (its
+    # images have no server: no Nova at the cutover).
+    do_up(sb, openstack=not ceph_only)
+    if not ceph_only:
+        demo = layers_mod.demo_class('cloud')(sb)
+    elif args.direct:
         demo = demo_mod.Demo(sb, disk_mib=args.disk_mib,
                              write_rate=int(args.write_rate_mib * (1 << 20)),
                              rate_mbit=args.rate_mbit,
@@ -174,7 +198,8 @@ def do_demo(sb):
         if not args.keep:
             demo.cleanup()
     print(json.dumps(summary))
-    return 0 if summary['destination_equals_source'] else 3
+    return 0 if summary.get('ok', summary['destination_equals_source']) \
+        else 3
 
 
 def do_wan_down(sb):
@@ -202,9 +227,10 @@ COMMAND_LIST = [
                     'fedex-sandbox wan-up --rate-mbit 100 --delay-ms 10'),
     cmdline.Command('wan-down', 'Remove the emulated WAN.',
                     'fedex-sandbox wan-down'),
-    cmdline.Command('demo', 'Move a writing VM\'s disks from site-a to '
-                    'site-b: seed on devices, catch-up, final round.',
-                    'fedex-sandbox demo --disk-mib 256 --write-rate-mib 1'),
+    cmdline.Command('demo', 'Move a real Nova server with an attached '
+                    'volume from site-a to site-b on the mini-cloud '
+                    '(--ceph-only: a writing VM\'s disks, no OpenStack).',
+                    'fedex-sandbox demo'),
 ]
 
 
@@ -234,6 +260,10 @@ def add_command_parsers(subparsers):
                                 '(default: %(default)s).')
             parser.add_argument('--keep', action='store_true',
                                 help='Keep the demo images and devices.')
+            parser.add_argument('--ceph-only', action='store_true',
+                                help='No OpenStack: the shipment manager '
+                                'moves a writing "VM" (two images); the '
+                                'options above are for this demo.')
             parser.add_argument('--direct', action='store_true',
                                 help='Call the engine\'s steps directly '
                                 'instead of going through the manager.')

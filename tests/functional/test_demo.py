@@ -13,7 +13,8 @@ class TestDemo(base.FunctionalTestCase):
     def test_demo_moves_a_writing_vm_and_the_sites_agree(self):
         exe = os.path.join(os.path.dirname(sys.executable), 'fedex-sandbox')
         result = subprocess.run(
-            [exe, '--sandbox-dir', self.sandbox.root, 'demo', '--disk-mib',
+            [exe, '--sandbox-dir', self.sandbox.root, 'demo', '--ceph-only',
+             '--disk-mib',
              '48', '--write-rate-mib', '0.5'],
             capture_output=True, text=True, timeout=600)
         self.assertEqual(0, result.returncode, result.stdout + result.stderr)

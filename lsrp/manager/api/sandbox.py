@@ -6,7 +6,8 @@ catalog as service ``fedex``, type ``vm-shipping``. It shares the
 sandbox's manager (lsrp.manager.sandbox: its database ``sandbox`` on the
 shared MariaDB, its jobboard and exchange), so that what users create
 through it (the CLI, Horizon) is driven by the sandbox's conductor and
-terminal agents; it checks tokens as the cloud's ``fedex`` service user.
+terminal agents; it checks tokens as the cloud's ``fedex`` service user,
+and calls Nova and Cinder as that user too (``[nova]``, ``[cinder]``).
 """
 
 import os
@@ -27,6 +28,11 @@ def conf_text(cloud):
     sections['DEFAULT']['log_file'] = os.path.join(cloud.log_dir,
                                                    'fedex-api.log')
     conf = manager.manager_conf()
+    # The cloud's own services: Cinder marks attached volumes when a
+    # migration is created (lsrp.manager.sandbox gives the same user).
+    for group in ('nova', 'cinder'):
+        if group in conf:
+            sections[group] = conf[group]
     sections.update({
         'database': conf['database'],
         'jobboard': conf['jobboard'],

@@ -55,11 +55,18 @@ SERVER = {
 
 MIGRATION_CREATE = {
     'type': 'object', 'additionalProperties': False,
-    'required': ['servers', 'source_site', 'dest_site'],
+    # servers or volumes (detached Cinder volumes moved on their own);
+    # source_site: found from the volumes' zone when only volumes move.
+    'required': ['dest_site'],
     'properties': {
         'name': NAME,
         'servers': {'type': 'array', 'minItems': 1, 'maxItems': 1000,
                     'items': SERVER},
+        'volumes': {'type': 'array', 'minItems': 1, 'maxItems': 1000,
+                    'items': {'type': 'object', 'additionalProperties': False,
+                              'required': ['volume_id'],
+                              'properties': {'volume_id': ID,
+                                             'dest_image': IMAGE_SPEC}}},
         'source_site': NAME,
         'dest_site': NAME,
         'source_host': NAME,

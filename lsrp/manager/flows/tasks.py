@@ -1152,8 +1152,15 @@ class FinalDelta(Cutover):
                 if o['id'].startswith(op_id_prefix) and o['state'] == 'DONE']
         if not done:
             m, result = one_round(self, ctx, m, generation, 'final_delta')
-        if CONF.conductor.compute_driver == 'none':
-            # No Nova to switch the VM over: the sandbox's stand-in.
+        if not m['servers'] and m['state'] == states.CUTTING_OVER:
+            # Detached volumes only: nothing runs on them, so this round
+            # is the final state; Cinder then hands them to the
+            # destination's backend. No Nova.
+            from lsrp.manager import actions
+            actions._volumes_to_destination(ctx, m['id'])
+        if CONF.conductor.compute_driver == 'none' or not m['servers']:
+            # No Nova to switch a VM over (the sandbox's stand-in, or no
+            # server at all).
             m = step(ctx, m, 'complete', values={'finished_at': db.now()})
             if m['options'].get('retention_days', 0) == 0:
                 jobs.post(ctx, m['id'], 'cleanup')

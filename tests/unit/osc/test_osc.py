@@ -113,6 +113,25 @@ class TestCommands(InProcess):
         self.assertIn('HTTP 409', str(err))
         self.assertIn('ABORTING', str(err))
 
+    def test_detached_volume_on_its_own(self):
+        vid = '77e2a1f0-0000-4000-8000-000000000001'
+        cols, row = run(migration.CreateMigration, self.app_, [
+            '--volume', vid, '--source-site', 'site-a', '--site', 'site-b',
+            '--cutover', 'automatic'])
+        m = dict(zip(cols, row))
+        self.assertEqual('REQUESTED', m['state'])
+        self.assertEqual('volumes/volume-%s' % vid, m['images'])
+        # Without Cinder to ask (no [nova] credentials here), the source
+        # site must be given.
+        err = self.assertRaises(exceptions.CommandError, run,
+                                migration.CreateMigration, self.app_,
+                                ['--volume', vid, '--site', 'site-b'])
+        self.assertIn('source_site is required', str(err))
+        err = self.assertRaises(exceptions.CommandError, run,
+                                migration.CreateMigration, self.app_,
+                                ['--site', 'site-b'])
+        self.assertIn('give --server or --volume', str(err))
+
     def test_preflight_reasons_reach_the_user(self):
         err = self.assertRaises(
             exceptions.CommandError, run, migration.CreateMigration,

@@ -52,25 +52,60 @@ def _servers(body):
     return out
 
 
+def _detached(body):
+    """Detached Cinder volumes as images: their RBD image, kind volume."""
+    return [dict(v, source_image=actions.CINDER_IMAGE % v['volume_id'],
+                 kind='volume') for v in body.get('volumes') or []]
+
+
+def _volumes_site(volumes):
+    """The source site of volumes moved alone: their availability zone."""
+    cloud = _cloud()
+    if not volumes or cloud is None:
+        raise errors.HTTPError(400, 'source_site is required (it is found '
+                               'from the volumes\' availability zone only '
+                               'when the API has [nova] credentials)')
+    _reasons, zones = cloud_preflight.volume_reasons(
+        cloud, [v['volume_id'] for v in volumes])
+    sites = set(zones.values())
+    if len(sites) != 1 or None in sites:
+        raise errors.HTTPError(400, 'source_site is required: the volumes\' '
+                               'availability zones are %s' % (
+                                   ', '.join(sorted(map(str, sites))) or
+                                   'unknown'))
+    return sites.pop()
+
+
 def create(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.CREATE)
     body = util.extract_json(req, schemas.MIGRATION_CREATE)
-    servers = _servers(body)
+    servers = _servers(body) if body.get('servers') else []
+    volumes = _detached(body)
+    if not servers and not volumes:
+        raise errors.HTTPError(400, 'invalid body field servers: a '
+                               'migration needs servers or volumes')
+    source_site = body.get('source_site') or _volumes_site(volumes)
     options = body.get('options') or {}
+    # Detached volumes are checked like a server's images (their sizes,
+    # room at the destination), as one pseudo-server.
+    images = servers + ([{'server_id': None, 'volumes': volumes}]
+                        if volumes else [])
     _total, sizes = preflight.check(
-        ctx, servers, body['source_site'], body['dest_site'],
+        ctx, images, source_site, body['dest_site'],
         pool_map=body.get('pool_map'), parity=options.get('parity', 1),
-        cloud=_cloud(), dest_host=body.get('dest_host'))
+        cloud=_cloud(), dest_host=body.get('dest_host'),
+        volume_ids=[v['volume_id'] for v in volumes])
     # Sizes read from the source cluster go with the images.
-    for s in servers:
+    for s in images:
         s['volumes'] = [
             dict({'source_image': v} if isinstance(v, str) else v,
                  size_bytes=sizes.get(v if isinstance(v, str)
                                       else v['source_image'], 0))
             for v in s['volumes']]
     m = actions.migration_create(
-        ctx, servers, body['source_site'], body['dest_site'],
+        ctx, servers, source_site, body['dest_site'],
+        volumes=images[-1]['volumes'] if volumes else None,
         name=body.get('name'), source_host=body.get('source_host'),
         dest_host=body.get('dest_host'), options=options or None,
         source_terminal=body.get('source_terminal'),

@@ -165,3 +165,30 @@ class TestCloudPreflight(testtools.TestCase):
             None, cloud=cloud)
         self.assertIn('source_site: a site is needed', e.reasons)
         self.assertIn('server s1 is ERROR, not ACTIVE', e.reasons)
+
+
+class TestVolumeAlone(testtools.TestCase):
+
+    cloud = TestCloudPreflight.cloud
+
+    def test_detached_volume_of_the_source_site_passes(self):
+        reasons, zones = cloud_preflight.volume_reasons(self.cloud(volumes={
+            'v1': {'status': 'available', 'availability_zone': 'site-a'}}),
+            ['v1'], 'site-a')
+        self.assertEqual(([], {'v1': 'site-a'}), (reasons, zones))
+
+    def test_every_reason(self):
+        reasons, _ = cloud_preflight.volume_reasons(self.cloud(volumes={
+            'v1': {'status': 'in-use', 'availability_zone': 'site-a'},
+            'v2': {'status': 'error', 'availability_zone': 'site-b',
+                   'multiattach': True, 'encrypted': True}}),
+            ['v1', 'v2', 'v3'], 'site-a')
+        self.assertEqual([
+            'volume v1 is attached: migrate its server instead (openstack '
+            'server migrate --live-migration --fedex)',
+            'volume v2 is error, not available',
+            'volume v2 is multiattach, which is not supported',
+            'volume v2 is encrypted, which is not supported',
+            'volume v2 is in availability zone site-b, not at the source '
+            'site site-a',
+            'volume v3 does not exist in Cinder'], reasons)

@@ -329,3 +329,45 @@ class TestUnreachableDestination(FlowTestCase):
         self.assertEqual(states.FAILED, m['state'])
         self.assertEqual(1, len([c for c in self.terminals.calls
                                  if c[1] == 'catchup_round']))
+
+
+class TestDetachedVolume(FlowTestCase):
+    """A detached Cinder volume moved on its own: no Nova at the cutover."""
+
+    def test_completes_without_nova_after_cinders_move(self):
+        from unittest import mock
+
+        from lsrp.manager import cinder
+        CONF.set_override('compute_driver', 'nova', group='conductor')
+        calls = []
+        for name in ('mark', 'cutover', 'unmark'):
+            self.useFixture(fixtures.MockPatchObject(
+                cinder, name, mock.Mock(side_effect=lambda m, *a, n=name:
+                                        calls.append(n))))
+        nova = self.useFixture(fixtures.MockPatchObject(
+            tasks, 'start_nova_cutover')).mock
+        self.m = actions.migration_create(
+            self.ctx, None, 'site-a', 'site-b',
+            volumes=[{'volume_id': 'v1'}],
+            options={'cutover': 'automatic', 'retention_days': 0})
+        self.assertEqual([], self.m['servers'])
+        self.assertEqual([('v1', 'volume', 'volumes/volume-v1', None)],
+                         [(v['volume_id'], v['kind'], v['source_image'],
+                           v['server_id']) for v in self.m['volumes']])
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        self.plug_in_at_destination()
+        self.run_phase('receive')
+        m = self.run_phase('catchup')
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        m = self.run_phase('cutover')
+        self.assertEqual(states.COMPLETED, m['state'])
+        nova.assert_not_called()
+        self.assertEqual(['mark', 'cutover'], calls)
+
+    def test_needs_a_server_or_a_volume(self):
+        e = self.assertRaises(exception.InvalidInput, actions.migration_create,
+                              self.ctx, [], 'site-a', 'site-b')
+        self.assertIn('at least one server or volume', str(e))
