@@ -11,6 +11,8 @@ parity          devices of a shipment that may be lost
 threshold_bytes a round this small means converged
 max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway
 keep_warm_seconds  interval of rounds in READY_FOR_CUTOVER
+carrier         courier plugin of its shipments (default: [conductor]
+                courier), e.g. "manual": an operator records the events
 """
 
 import datetime
@@ -22,7 +24,7 @@ DEFAULTS = {'rate_cap': 0, 'rate_schedule': [], 'downtime_budget': 30,
             'cutover_window': None, 'cutover': 'approved',
             'retention_days': 7, 'parity': 1,
             'threshold_bytes': 8 << 20, 'max_rounds': 10,
-            'keep_warm_seconds': 600}
+            'keep_warm_seconds': 600, 'carrier': None}
 
 
 def _bad(field, reason):
@@ -61,6 +63,15 @@ def _nonneg_int(field, value):
         _bad(field, '%r is not a whole number >= 0' % (value,))
 
 
+def _courier(name):
+    from stevedore import extension     # late: only when asked for
+    known = sorted(extension.ExtensionManager(
+        'lsrp.manager.couriers').names())
+    if name not in known:
+        _bad('carrier', '%r is not a courier plugin; known: %s'
+             % (name, ', '.join(known)))
+
+
 def validate(options, partial=False):
     """Check ``options``; return them with defaults filled in."""
     options = dict(options or {})
@@ -72,6 +83,8 @@ def validate(options, partial=False):
                 'threshold_bytes', 'max_rounds', 'keep_warm_seconds'):
         if key in options:
             _nonneg_int(key, options[key])
+    if options.get('carrier') is not None:
+        _courier(options['carrier'])
     if 'cutover' in options and options['cutover'] not in ('automatic',
                                                            'approved'):
         _bad('cutover', "%r is not 'automatic' or 'approved'"
