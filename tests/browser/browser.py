@@ -38,6 +38,7 @@ class Browser(object):
                                        options=options)
         self.driver.set_page_load_timeout(120)
         self.shots = []
+        self.user = None        # logged in
 
     def quit(self):
         try:
@@ -51,13 +52,15 @@ class Browser(object):
         self.driver.get(self.base_url + path)
 
     def login(self, user, password):
+        self.user = None
         self.driver.delete_all_cookies()
         self.get('/auth/login/')
         self.find('#id_username').send_keys(user)
         self.find('#id_password').send_keys(password)
         self.find('#loginBtn').click()
-        self.wait(lambda d: '/auth/login' not in d.current_url, 60,
+        self.wait(lambda d: '/auth/login' not in d.current_url, 120,
                   'login of %s' % user)
+        self.user = user
 
     def shot(self, name):
         path = os.path.join(self.shots_dir, '%02d-%s.png' % (
