@@ -32,9 +32,12 @@ FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
 # Past the courier's delivery: from here the row is polled to the end of
 # the catch-up (IN_TRANSIT and earlier settled states are not polled).
 AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
-# The writer changes the image faster than the rate cap lets a round send
-# it, so the catch-up does not converge until the writer stops.
-WRITE_RATE = 2 * MIB
+# The writer changes the image twice as fast as the rate cap lets a round
+# send it, so each round's remainder grows past the cutover threshold
+# (8 MiB) and the catch-up does not converge until the writer stops (or
+# max_rounds). At the cap's rate it converged in 3 rounds, ~30 s, and the
+# row's polling missed CATCHING_UP.
+WRITE_RATE = 4 * MIB
 RATE_CAP_MIB = 2
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
