@@ -32,13 +32,14 @@ FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
 # Past the courier's delivery: from here the row is polled to the end of
 # the catch-up (IN_TRANSIT and earlier settled states are not polled).
 AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
-# The writer changes the image twice as fast as the rate cap lets a round
-# send it, so each round's remainder grows past the cutover threshold
+# The writer changes the image about as fast as the rate cap lets a round
+# send it, so each round's remainder stays above the cutover threshold
 # (8 MiB) and the catch-up does not converge until the writer stops (or
-# max_rounds). At the cap's rate it converged in 3 rounds, ~30 s, and the
-# row's polling missed CATCHING_UP.
+# max_rounds). The writer asks for 4 MiB/s but reached 1.4 then 0.9 MB/s
+# on the loaded machine: with a cap of 2 MiB/s the rounds shrank (24.9,
+# 16.8, 7.5 MB) and it converged in 3 rounds, 24 s, between two polls.
 WRITE_RATE = 4 * MIB
-RATE_CAP_MIB = 2
+RATE_CAP_MIB = 1
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
 
