@@ -13,6 +13,8 @@ max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway
 keep_warm_seconds  interval of rounds in READY_FOR_CUTOVER
 shipment_group  a label: migrations with the same one (same terminals)
                 travel in the same shipments (a flock of clones dedups)
+carrier         courier plugin of its shipments (default: [conductor]
+                courier), e.g. "manual": an operator records the events
 """
 
 import datetime
@@ -25,9 +27,10 @@ DEFAULTS = {'rate_cap': 0, 'rate_schedule': [], 'downtime_budget': 30,
             'cutover_window': None, 'cutover': 'approved',
             'retention_days': 7, 'parity': 1,
             'threshold_bytes': 8 << 20, 'max_rounds': 10,
-            'keep_warm_seconds': 600, 'shipment_group': None}
+            'keep_warm_seconds': 600, 'shipment_group': None,
+            'carrier': None}
 # Fixed once a migration exists.
-FIXED = ('shipment_group',)
+FIXED = ('shipment_group', 'carrier')
 GROUP_RE = re.compile(r'^[A-Za-z0-9._:-]{1,64}$')
 
 
@@ -67,6 +70,15 @@ def _nonneg_int(field, value):
         _bad(field, '%r is not a whole number >= 0' % (value,))
 
 
+def _courier(name):
+    from stevedore import extension     # late: only when asked for
+    known = sorted(extension.ExtensionManager(
+        'lsrp.manager.couriers').names())
+    if name not in known:
+        _bad('carrier', '%r is not a courier plugin; known: %s'
+             % (name, ', '.join(known)))
+
+
 def validate(options, partial=False):
     """Check ``options``; return them with defaults filled in."""
     options = dict(options or {})
@@ -78,6 +90,8 @@ def validate(options, partial=False):
                 'threshold_bytes', 'max_rounds', 'keep_warm_seconds'):
         if key in options:
             _nonneg_int(key, options[key])
+    if options.get('carrier') is not None:
+        _courier(options['carrier'])
     if 'cutover' in options and options['cutover'] not in ('automatic',
                                                            'approved'):
         _bad('cutover', "%r is not 'automatic' or 'approved'"

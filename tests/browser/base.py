@@ -50,7 +50,10 @@ class BrowserTestCase(unittest.TestCase):
             self.browser.shot('failed-%s' % self._testMethodName)
 
     def login(self, user):
-        self.browser.login(user, stack_mod.PASSWORD)
+        # Once per user in a row: each login is a password check in
+        # Keystone (bcrypt), seconds on a loaded machine.
+        if self.browser.user != user:
+            self.browser.login(user, stack_mod.PASSWORD)
 
     @classmethod
     def api(cls, user, method, path, **kw):

@@ -48,14 +48,21 @@ class Stack(object):
         self.api_url = self.cloud.url('fedex-api')
         self.horizon_url = self.cloud.url('horizon')
         self.clusters = {}
+        self._sessions = {}
         for s in self.sandbox.sites:
             cluster = Cluster(s.conf, s.keyring, site=s.name)
             cluster.connect()
             self.clusters[s.name] = cluster
 
     def api_session(self, user):
-        """A keystoneauth session of ``user`` and fedex-api's URL."""
-        return fx.session(self.auth_url, user), self.api_url
+        """A keystoneauth session of ``user`` and fedex-api's URL.
+
+        One per user, so its token is reused: each new token is a password
+        check in Keystone (bcrypt), seconds of CPU on a loaded machine.
+        """
+        if user not in self._sessions:
+            self._sessions[user] = fx.session(self.auth_url, user)
+        return self._sessions[user], self.api_url
 
     def stop(self):
         for cluster in self.clusters.values():

@@ -9,12 +9,16 @@ changing); the manager exports it to devices, ships them, imports and
 catches up while the migrations page refreshes the row by itself; the
 catch-up tab charts the rounds the manager recorded; the member approves
 the cutover. A member of another project sees only their own migration; a
-reader gets fedex-api's refusal as Horizon's message.
+reader gets fedex-api's refusal as Horizon's message. That other
+migration goes by the manual courier: the admin records its hand-over and,
+once its devices are in the site-b terminal's slots, its delivery through
+the Record Carrier Event form, and the manager imports it.
 
 The tests run in order (their names) on the same two migrations.
 """
 
 import os
+import shutil
 import time
 import uuid
 
@@ -28,10 +32,14 @@ FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
 # Past the courier's delivery: from here the row is polled to the end of
 # the catch-up (IN_TRANSIT and earlier settled states are not polled).
 AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
-# The writer changes the image faster than the rate cap lets a round send
-# it, so the catch-up does not converge until the writer stops.
-WRITE_RATE = 2 * MIB
-RATE_CAP_MIB = 2
+# The writer changes the image about as fast as the rate cap lets a round
+# send it, so each round's remainder stays above the cutover threshold
+# (8 MiB) and the catch-up does not converge until the writer stops (or
+# max_rounds). The writer asks for 4 MiB/s but reached 1.4 then 0.9 MB/s
+# on the loaded machine: with a cap of 2 MiB/s the rounds shrank (24.9,
+# 16.8, 7.5 MB) and it converged in 3 rounds, 24 s, between two polls.
+WRITE_RATE = 4 * MIB
+RATE_CAP_MIB = 1
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
 
@@ -64,7 +72,8 @@ class TestDashboard(base.BrowserTestCase):
         cls.p2 = cls.api('fedex-member2', 'POST', '/v1/migrations', json={
             'name': 'p2-%s' % cls.db, 'servers': [cls.db],
             'source_site': 'site-a', 'dest_site': 'site-b',
-            'options': {'cutover': 'approved'}})['migration']
+            'options': {'cutover': 'approved', 'carrier': 'manual'}}
+        )['migration']
         cls.created.append(cls.p2['id'])
         cls.p1 = None
 
@@ -250,10 +259,12 @@ class TestDashboard(base.BrowserTestCase):
         b = self.browser
         self.login('fedex-reader1')
         b.get(MIGRATIONS)
-        b.find(row(mid))
-        # Abort is not the row's first action: it sits in the row's menu.
-        b.click('%s .dropdown-toggle' % row(mid))
-        b.click('%s button[value="migrations__abort__%s"]' % (row(mid), mid))
+        abort = '%s button[value="migrations__abort__%s"]' % (row(mid), mid)
+        # The only action of a CATCHING_UP row is its button; behind
+        # Approve Cutover (READY_FOR_CUTOVER) it sits in the row's menu.
+        if not b.find(abort).is_displayed():
+            b.click('%s .dropdown-toggle' % row(mid))
+        b.click(abort)
         b.wait(lambda d: b.confirm_if_asked() or b.messages(), 60,
                'a message')
         text = ' '.join(b.messages())
@@ -297,7 +308,54 @@ class TestDashboard(base.BrowserTestCase):
         self.assertIn('usb-site-a-', b.text())
         b.shot('admin-devices')
 
-    def test_7_member_approves_the_cutover(self):
+    def record_carrier_event(self, shipment_id, event, tracking=None):
+        """The Record Carrier Event form of a shipment's row; its message."""
+        b = self.browser
+        b.get('/admin/fedex_shipments/')
+        b.click('a[id="shipments__row_%s__action_carrier_event"]'
+                % shipment_id)
+        b.select('.modal #id_event', event)
+        if tracking:
+            b.fill('.modal #id_tracking_number', tracking)
+        b.fill('.modal #id_location', 'site-b dock' if event == 'delivered'
+               else 'site-a dock')
+        b.shot('admin-record-%s' % event)
+        b.click('.modal input.btn-primary[type="submit"]')
+        return b.wait(lambda d: ' '.join(b.messages()), 120,
+                      'the message of the carrier event %s' % event)
+
+    def test_7_admin_records_a_manual_shipments_delivery(self):
+        mid = self.p2['id']
+        # The manual courier does nothing by itself: the migration waits.
+        self.wait_state(mid, ('SEALED',))
+        shipment = self.migration(mid)['shipments'][0]
+        self.assertEqual('manual', shipment['carrier'])
+        self.login('fedex-admin')
+        tracking = 'FX-%s' % self.tag.upper()
+        text = self.record_carrier_event(shipment['id'], 'handed_to_carrier',
+                                         tracking)
+        self.assertIn('HANDED_TO_CARRIER', text)
+        self.assertIn(tracking, self.browser.text())
+        self.assertEqual('IN_TRANSIT', self.state(mid))
+        # What the person at site-b does: plug the devices in there.
+        slots = self.stack.manager.dep.slots_dir('site-b')
+        os.makedirs(slots, exist_ok=True)
+        for d in self.api('fedex-admin', 'GET', '/v1/devices', params={
+                'shipment': shipment['id']})['devices']:
+            shutil.move(d['path'], os.path.join(
+                slots, os.path.basename(d['path'])))
+        text = self.record_carrier_event(shipment['id'], 'delivered')
+        self.assertIn('DELIVERED', text)
+        self.browser.shot('admin-delivered')
+        # The manager imports what was delivered and catches up.
+        m = self.wait_state(mid, ('READY_FOR_CUTOVER',))
+        self.assertIn('carrier: deliver at site-b dock', [
+            e['message'] for e in self.api(
+                'fedex-admin', 'GET', '/v1/events', params={
+                    'shipment': shipment['id'], 'limit': 1000})['events']])
+        self.assertEqual(tracking, m['shipments'][0]['tracking_number'])
+
+    def test_8_member_approves_the_cutover(self):
         mid = self.p1['id']
         # The servers stop writing: the next round converges.
         self.writer.pause()

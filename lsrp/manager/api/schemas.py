@@ -32,6 +32,7 @@ OPTIONS = {
         'threshold_bytes': NONNEG_INT,
         'max_rounds': {'type': 'integer', 'minimum': 1},
         'keep_warm_seconds': NONNEG_INT,
+        'carrier': {'type': 'string', 'minLength': 1, 'maxLength': 64},
     },
 }
 

@@ -31,6 +31,15 @@ class TestOptions(testtools.TestCase):
                                                   'rate_cap': 1}]})
         self.assertIn('rate_schedule[0].days', str(e))
 
+    def test_carrier_is_a_courier_plugin(self):
+        self.assertIsNone(options.validate({})['carrier'])
+        self.assertEqual('manual',
+                         options.validate({'carrier': 'manual'})['carrier'])
+        e = self.assertRaises(exception.InvalidInput, options.validate,
+                              {'carrier': 'pigeon'})
+        self.assertIn("carrier", str(e))
+        self.assertIn("known: manual, simulated", str(e))
+
     def test_schedule_lowers_rate_in_business_hours(self):
         o = options.validate({'rate_cap': 100, 'rate_schedule': [
             {'days': 'mon-fri', 'start': '08:00', 'end': '18:00',
