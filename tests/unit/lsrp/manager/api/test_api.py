@@ -470,6 +470,31 @@ class TestEventsAndPlans(Fixture):
         self.assertEqual(1, len(self.call('GET', '/v1/plans', roles=READER,
                                           status=200).json['plans']))
 
+    def test_plans_are_deleted_by_their_project(self):
+        body = {'vms': [{'size': '50GB', 'count': 10}],
+                'wan_bandwidth': '44.76Mbit/s'}
+        mine = self.call('POST', '/v1/plans', body, roles=MEMBER,
+                         status=201).json['plan']
+        theirs = self.call('POST', '/v1/plans', body, roles=MEMBER,
+                           project='p2', status=201).json['plan']
+        # A reader looks only; another project's member may not.
+        resp = self.call('DELETE', '/v1/plans/' + mine['id'], roles=READER,
+                         status=403)
+        self.assertIn('fedex:plan:delete', self.errors(resp)[0])
+        self.call('DELETE', '/v1/plans/' + theirs['id'], roles=MEMBER,
+                  status=403)
+        self.call('DELETE', '/v1/plans/' + mine['id'], roles=MEMBER,
+                  status=204)
+        self.call('GET', '/v1/plans/' + mine['id'], roles=READER,
+                  status=404)
+        self.call('DELETE', '/v1/plans/' + mine['id'], roles=MEMBER,
+                  status=404)
+        self.call('DELETE', '/v1/plans/' + theirs['id'], roles=ADMIN,
+                  status=204)
+        self.assertEqual([], self.call('GET', '/v1/plans?all_projects=1',
+                                       roles=ADMIN,
+                                       status=200).json['plans'])
+
     def test_plan_refusals(self):
         resp = self.call('POST', '/v1/plans', {
             'vms': [{'size': '10GB', 'write_rate': '200Mbit/s'}],
