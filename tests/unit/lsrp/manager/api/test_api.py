@@ -543,4 +543,4 @@ class TestEveryRouteIsGuarded(Fixture):
                 self.assertEqual(403, resp.status_int,
                                  '%s %s: %s' % (method, url, resp.text))
                 checked += 1
-        self.assertEqual(27, checked)    # every route but / and /v1
+        self.assertEqual(28, checked)    # every route but / and /v1
