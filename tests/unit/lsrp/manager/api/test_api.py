@@ -313,6 +313,22 @@ class TestLogistics(Fixture):
         self.terminals()
         self.devices()
 
+    def test_terminals_and_sites_are_paged_and_sorted(self):
+        for kind, first, second in (('terminals', 'term-a', 'term-b'),
+                                    ('sites', 'site-a', 'site-b')):
+            page = self.call('GET', '/v1/%s?limit=1' % kind, roles=ADMIN,
+                             status=200).json
+            self.assertEqual([first], [x['name'] for x in page[kind]])
+            nxt = page['links'][0]['href'].split('localhost', 1)[1]
+            page = self.call('GET', nxt, roles=ADMIN, status=200).json
+            self.assertEqual([second], [x['name'] for x in page[kind]])
+            desc = self.call('GET', '/v1/%s?sort_dir=desc' % kind,
+                             roles=ADMIN, status=200).json[kind]
+            self.assertEqual([second, first], [x['name'] for x in desc])
+            resp = self.call('GET', '/v1/%s?sort_key=colour' % kind,
+                             roles=ADMIN, status=400)
+            self.assertIn('sort_key', self.errors(resp)[0])
+
     def shipment(self):
         s = db.create(self.ctx, 'shipment', {
             'name': 'ship-1', 'state': states.S_SEALED, 'carrier': 'manual'})
