@@ -16,7 +16,9 @@ APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
               # Offline checks of devstack/, the browser tests.
               shellcheck bats chromium chromium-driver
               # The sandbox's shared services (lsrp/sandbox/services).
-              mariadb-server rabbitmq-server zookeeper default-jre-headless)
+              mariadb-server rabbitmq-server zookeeper default-jre-headless
+              # mysqlclient's build (fedex-api's C MySQL driver).
+              libmariadb-dev pkg-config)
 # QEMU and libvirt come from bookworm-backports (QEMU 10.0, libvirt 11.3):
 # Debian 12's QEMU 7.2 crashes (assertion in bdrv_inactivate_recurse) when a
 # guest that arrived paused is migrated out again, which is how a FedEx

@@ -62,8 +62,10 @@ def site_register(ctx, name, ceph_conf=None, ceph_keyring=None,
         aggregate=aggregate))
 
 
-def site_list(ctx):
-    return db.list_(ctx, 'site', sort_key='name', sort_dir='asc')
+def site_list(ctx, limit=None, marker=None, sort_key='name',
+              sort_dir='asc'):
+    return db.list_(ctx, 'site', limit=limit, marker=marker,
+                    sort_key=sort_key, sort_dir=sort_dir)
 
 
 def site_show(ctx, site):
@@ -133,12 +135,14 @@ def _health(term, now=None):
     return term
 
 
-def terminal_list(ctx, site=None):
+def terminal_list(ctx, site=None, limit=None, marker=None, sort_key='name',
+                  sort_dir='asc'):
     filters = {}
     if site:
         filters['site_id'] = db.get(ctx, 'site', site)['id']
-    return [_health(t) for t in db.list_(ctx, 'terminal', filters,
-                                         sort_key='name', sort_dir='asc')]
+    return [_health(t) for t in db.list_(
+        ctx, 'terminal', filters, limit=limit, marker=marker,
+        sort_key=sort_key, sort_dir=sort_dir)]
 
 
 def terminal_show(ctx, terminal):

@@ -4,6 +4,7 @@
     python tests/benchmarks/api_bench.py [--database-url URL]
         [--migrations 1000] [--events 100000] [--requests 300]
         [--keystone-url URL --keystone-password PW]
+        [--driver mysqldb|pymysql] [--processes 1] [--threads 4] [--skip-fill]
 
 Fills the database (MariaDB of the sandbox's shared services by default)
 with ``--migrations`` migrations of 2 servers and 3 images each and
@@ -16,7 +17,8 @@ keystonemiddleware (validated once, then cached in the process); without,
 ``[api] auth_strategy = noauth`` isolates fedex-api's own time.
 Target: p99 <= 100 ms. Also printed: the CPU time fedex-api's uwsgi
 processes spent per request (from /proc, so independent of how loaded the
-machine is), and the machine's load average.
+machine is), the CPU time the sandbox's MariaDB spent per request, and the
+machine's load average.
 """
 
 import argparse
@@ -45,11 +47,13 @@ from lsrp.sandbox import sandbox as sandbox_mod
 PORT_OFFSET = 690
 
 
-def default_database_url():
+def default_database():
+    """The bench database on the sandbox's MariaDB, and MariaDB's pid."""
     from lsrp.sandbox.services import shared
     services = shared.SharedServices.from_env()
     services.create_database('fedex_bench')
-    return services.database_url('fedex_bench')
+    return (services.database_url('fedex_bench'),
+            services.mariadb().pid())
 
 
 def fill(url, n_migrations, n_events):
@@ -107,7 +111,7 @@ def fill(url, n_migrations, n_events):
     return [m['id'] for m in migs], [m['project_id'] for m in migs]
 
 
-def serve(conf_dir, url, port, keystone):
+def serve(conf_dir, url, port, keystone, processes, threads):
     shutil.rmtree(conf_dir, ignore_errors=True)
     os.makedirs(conf_dir)
     conf = os.path.join(conf_dir, 'fedex-api.conf')
@@ -127,7 +131,8 @@ def serve(conf_dir, url, port, keystone):
     exe = os.path.join(os.path.dirname(sys.executable), 'fedex-api')
     proc = subprocess.Popen(
         [exe, '--config-file', conf, '--bind', '127.0.0.1:%d' % port,
-         '--processes', '1', '--threads', '4', '--logfile',
+         '--processes', str(processes), '--threads', str(threads),
+         '--logfile',
          os.path.join(conf_dir, 'uwsgi.log')], start_new_session=True)
     for _ in range(300):
         try:
@@ -150,10 +155,12 @@ def token(keystone):
     return resp.headers['X-Subject-Token']
 
 
-def cpu_seconds(proc):
-    """User + system CPU of uwsgi's master and workers so far."""
+def cpu_seconds(pid):
+    """User + system CPU of process ``pid`` and its children so far."""
+    if pid is None:
+        return 0.0
     total = 0.0
-    procs = [psutil.Process(proc.pid)]
+    procs = [psutil.Process(pid)]
     procs += procs[0].children(recursive=True)
     for p in procs:
         t = p.cpu_times()
@@ -175,19 +182,45 @@ def main():
     parser.add_argument('--requests', type=int, default=300)
     parser.add_argument('--keystone-url')
     parser.add_argument('--keystone-password')
+    parser.add_argument('--driver', choices=('mysqldb', 'pymysql'),
+                        default='mysqldb',
+                        help='The MySQL driver of fedex-api: mysqldb is '
+                             'mysqlclient (C, the default), pymysql pure '
+                             'Python.')
+    parser.add_argument('--skip-fill', action='store_true',
+                        help='Reuse the rows a previous run left.')
+    parser.add_argument('--processes', type=int, default=1)
+    parser.add_argument('--threads', type=int, default=4)
     args = parser.parse_args()
-    url = args.database_url or default_database_url()
+    mariadb_pid = None
+    url = args.database_url
+    if not url:
+        url, mariadb_pid = default_database()
+    if args.driver:
+        url = sa.engine.make_url(url).set(
+            drivername='mysql+' + args.driver).render_as_string(
+            hide_password=False)
     t0 = time.monotonic()
-    ids, projects = fill(url, args.migrations, args.events)
-    print('filled %d migrations, %d events in %.1f s (%s)' % (
-        len(ids), args.events, time.monotonic() - t0,
-        url.split('@')[-1]))
+    if args.skip_fill:
+        with sa.create_engine(url).connect() as conn:
+            ids = [r[0] for r in conn.execute(sa.text(
+                'SELECT id FROM migrations'))]
+            events = conn.execute(sa.text(
+                'SELECT COUNT(*) FROM events')).scalar()
+        print('reusing %d migrations, %d events (%s)' % (
+            len(ids), events, url.split('@')[-1]))
+    else:
+        ids, _projects = fill(url, args.migrations, args.events)
+        print('filled %d migrations, %d events in %.1f s (%s)' % (
+            len(ids), args.events, time.monotonic() - t0,
+            url.split('@')[-1]))
     root = os.environ.get(sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR)
     sb = sandbox_mod.Sandbox(root)
     port = sb.port(PORT_OFFSET)
     keystone = (args.keystone_url, args.keystone_password) \
         if args.keystone_url else None
-    proc = serve(os.path.join(sb.root, 'api-bench'), url, port, keystone)
+    proc = serve(os.path.join(sb.root, 'api-bench'), url, port, keystone,
+                 args.processes, args.threads)
     try:
         s = requests.Session()
         base = 'http://127.0.0.1:%d/v1' % port
@@ -207,21 +240,28 @@ def main():
                 ('show (with 20 latest events)', lambda: (
                     base + '/migrations/%s' % rng.choice(ids)))):
             times = []
-            cpu = cpu_seconds(proc)
+            cpu = cpu_seconds(proc.pid)
+            db_cpu = cpu_seconds(mariadb_pid)
             for _ in range(args.requests):
                 u = make()
                 t = time.perf_counter()
                 resp = s.get(u)
                 times.append(time.perf_counter() - t)
                 resp.raise_for_status()
-            cpu = (cpu_seconds(proc) - cpu) / args.requests * 1000
-            results[name] = percentiles(times) + (cpu,)
-        print('fedex-api, %s, uwsgi 1 process x 4 threads, %d requests each:'
-              % ('keystone auth_token' if keystone else 'noauth',
-                 args.requests))
-        for name, (p50, p99, cpu) in results.items():
-            print('  %-32s p50 %6.1f ms   p99 %6.1f ms   fedex-api CPU '
-                  '%4.1f ms/request' % (name, p50, p99, cpu))
+            cpu = (cpu_seconds(proc.pid) - cpu) / args.requests * 1000
+            db_cpu = (cpu_seconds(mariadb_pid) - db_cpu) / args.requests \
+                * 1000
+            results[name] = percentiles(times) + (cpu, db_cpu)
+        print('fedex-api, %s, %s, uwsgi %d process(es) x %d threads, %d '
+              'requests each:' % (
+                  'keystone auth_token' if keystone else 'noauth',
+                  sa.engine.make_url(url).drivername, args.processes,
+                  args.threads, args.requests))
+        for name, (p50, p99, cpu, db_cpu) in results.items():
+            print('  %-32s p50 %6.1f ms   p99 %6.1f ms   CPU/request: '
+                  'fedex-api %4.1f ms, MariaDB %s' % (
+                      name, p50, p99, cpu, '%4.1f ms' % db_cpu
+                      if mariadb_pid else '(not ours)'))
         print('  load average: %s' % ' '.join(
             '%.1f' % x for x in os.getloadavg()))
     finally:

@@ -46,7 +46,7 @@ ROUTES = {
                   'POST': logistics.site_register},
     '/v1/sites/{site_id}': {'GET': logistics.site_show},
     '/v1/plans': {'GET': plans.list_, 'POST': plans.create},
-    '/v1/plans/{plan_id}': {'GET': plans.show},
+    '/v1/plans/{plan_id}': {'GET': plans.show, 'DELETE': plans.delete},
     '/v1/events': {'GET': events_h.list_, 'POST': events_h.create},
     # nova_fedex at the cutover (handlers/cutover.py).
     '/v1/servers/{server_id}/cutover': {'GET': cutover.show},

@@ -6,8 +6,11 @@ machine, updates the row only if it is still in the state it was read in
 event in the same transaction.
 """
 
+import contextlib
 import datetime
+import json
 import threading
+import time
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
@@ -48,10 +51,14 @@ def configure(connection=None):
                 reason='no database: set [database] connection (SQLite: '
                 'sqlite:////var/lib/fedex/manager.sqlite)')
         ctx = enginefacade.transaction_context()
+        # thread_checkin: a sleep(0) at each checkin, for eventlet; we have
+        # none, and under load that yield costs a wait for the CPU.
         ctx.configure(connection=connection, sqlite_fk=True,
-                      max_retries=5)
+                      max_retries=5, thread_checkin=False)
+        engine = ctx.writer.get_engine()
         if connection.startswith('sqlite'):
-            _sqlite_for_many(ctx.writer.get_engine())
+            _sqlite_for_many(engine)
+        _ping_when_idle(engine)
         _CTX = ctx
         return ctx
 
@@ -68,6 +75,45 @@ def _sqlite_for_many(engine):
         cursor.execute('PRAGMA journal_mode = WAL')
         cursor.close()
     sa_event.listen(engine, 'connect', on_connect)
+
+
+# A pooled connection unused for longer than this is pinged before use.
+IDLE_PING_SECONDS = 5.0
+
+
+def _ping_when_idle(engine):
+    """Ping a pooled connection at checkout only when it sat idle.
+
+    oslo.db turns SQLAlchemy's ``pool_pre_ping`` on: a round trip to the
+    database before every transaction, which on a loaded machine means one
+    more wait for a CPU per request. A connection used less than
+    IDLE_PING_SECONDS ago is taken as is (if the server went away in
+    between, that one request fails and the pool reconnects); an idle one
+    is pinged and, if dead, replaced before use, as pre-ping did.
+    """
+    pool = engine.pool
+    if not getattr(pool, '_pre_ping', False):
+        return
+    # NOTE: oslo.db does not let a caller pass pool_pre_ping=False.
+    pool._pre_ping = False
+
+    def checkin(dbapi_connection, record):
+        if record is not None:
+            record.info['fedex.idle_since'] = time.monotonic()
+
+    def checkout(dbapi_connection, record, proxy):
+        since = record.info.pop('fedex.idle_since', None)
+        if since is None or time.monotonic() - since < IDLE_PING_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as e:
+            raise sa.exc.DisconnectionError('ping failed: %s' % e)
+        if not alive:
+            raise sa.exc.DisconnectionError('ping failed')
+
+    sa_event.listen(engine, 'checkin', checkin)
+    sa_event.listen(engine, 'checkout', checkout)
 
 
 def _facade():
@@ -334,38 +380,174 @@ def _plain(row):
     return d
 
 
+def _plain_rows(result):
+    """:func:`_plain` of each row, checking only columns that may be times.
+
+    A list reads a hundred rows of thirty columns: checking the type of
+    every value cost more than the rest of the conversion. A column whose
+    value is neither None nor a datetime is not checked again.
+    """
+    keys = list(result.keys())
+    maybe = set(keys)
+    out = []
+    for r in result:
+        d = dict(zip(keys, r))
+        others = []
+        for k in maybe:
+            v = d[k]
+            if isinstance(v, datetime.datetime):
+                d[k] = v.isoformat() + 'Z'
+            elif v is not None:
+                others.append(k)
+        maybe.difference_update(others)
+        out.append(d)
+    return out
+
+
 # What a list shows of a migration: no snapshots or job internals, and its
 # images counted, not listed (a show lists them).
 _INTERNAL = ('base_snapshot', 'last_snapshot', 'job_id', 'generation')
 
 
-def _servers_of(session, migrations):
-    """Fill each migration's ``servers``: one query for all of them."""
+def _json_rows(dialect, table, keys, where):
+    """A scalar subquery: ``table``'s rows matching ``where`` as a JSON list.
+
+    One column of the outer query instead of a query of its own per page
+    (a round trip less). Each row is an object of ``keys`` and its ``id``,
+    in no particular order (:func:`_rows_of` sorts by id).
+    """
+    pairs = []
+    for k in ('id',) + tuple(keys):
+        pairs += [sa.literal_column("'%s'" % k), table.c[k]]
+    if dialect == 'sqlite':
+        agg = sa.func.json_group_array(sa.func.json_object(*pairs))
+    elif dialect == 'postgresql':
+        agg = sa.func.json_agg(sa.func.json_build_object(*pairs))
+    else:
+        agg = sa.func.json_arrayagg(sa.func.json_object(*pairs))
+    return sa.select(agg).where(where).scalar_subquery()
+
+
+def _rows_of(text, keys):
+    """The rows :func:`_json_rows` made, in id order, without their id.
+
+    None when the text is not whole JSON (MySQL cuts an aggregate at
+    ``group_concat_max_len``): the caller then reads them by a query.
+    """
+    if text is None:
+        return []
+    if not isinstance(text, str):
+        rows = text
+    else:
+        try:
+            rows = json.loads(text)
+        except ValueError:
+            return None
+    rows = sorted(rows, key=lambda r: r['id'])
+    return [{k: r[k] for k in keys} for r in rows]
+
+
+_SERVER_KEYS = ('server_id', 'name', 'state')
+_LAST_EVENT_KEYS = ('id', 'kind', 'message', 'created_at')
+
+
+def _summaries(conn, query_of_table):
+    """Run a summary query (see :func:`_summary_query`); plain dicts."""
+    out = []
+    missing = []
+    for m in _plain_rows(conn.execute(query_of_table)):
+        m['servers'] = _rows_of(m.pop('servers_json'), _SERVER_KEYS)
+        if m['servers'] is None:
+            missing.append(m)
+        last = {k: m.pop('last_event_' + k) for k in _LAST_EVENT_KEYS}
+        m['last_event'] = last if last['id'] is not None else None
+        out.append(m)
+    if missing:
+        _servers_of(conn, missing)
+    return out
+
+
+def _servers_of(conn, migrations):
+    """Fill each migration's ``servers`` by a query of their own."""
     by_id = {m['id']: m for m in migrations}
     for m in migrations:
         m['servers'] = []
-    if not by_id:
-        return
     srv = models.MigrationServer.__table__
-    for r in session.execute(sa.select(
-            srv.c.migration_id, srv.c.server_id, srv.c.name,
-            srv.c.state).where(srv.c.migration_id.in_(list(by_id))
-                               ).order_by(srv.c.id)):
-        by_id[r[0]]['servers'].append(
-            {'server_id': r[1], 'name': r[2], 'state': r[3]})
+    for r in conn.execute(sa.select(
+            srv.c.migration_id, *[srv.c[k] for k in _SERVER_KEYS]).where(
+            srv.c.migration_id.in_(list(by_id))).order_by(srv.c.id)):
+        by_id[r[0]]['servers'].append(dict(zip(_SERVER_KEYS, r[1:])))
+
+
+_SUMMARY_QUERIES = {}
+
+
+def _summary_query(dialect, internal=False):
+    """:func:`_build_summary_query`, built once per dialect (it is costly)."""
+    key = (dialect, internal)
+    if key not in _SUMMARY_QUERIES:
+        table = models.Migration.__table__
+        _SUMMARY_QUERIES[key] = _build_summary_query(dialect, [
+            c for c in table.columns if internal or c.key not in _INTERNAL])
+    return _SUMMARY_QUERIES[key]
+
+
+def _build_summary_query(dialect, columns):
+    """What a list shows of each migration, in one SELECT.
+
+    ``columns`` of the migration, its images counted, its servers (a JSON
+    aggregate) and its newest event (``last_event``: id, kind, message,
+    time; what Horizon's *Last event* column shows) joined by the index
+    on ``events.migration_id``.
+    """
+    table = models.Migration.__table__
+    vol = models.MigrationVolume.__table__
+    srv = models.MigrationServer.__table__
+    ev = models.Event.__table__
+    image_count = sa.select(sa.func.count(vol.c.id)).where(
+        vol.c.migration_id == table.c.id).scalar_subquery()
+    last = ev.alias('last_event')
+    # NOTE: not MAX(id): MariaDB reads all of a migration's index entries
+    # for it in a dependent subquery; ORDER BY id DESC LIMIT 1 reads one.
+    newest = sa.select(ev.c.id).where(ev.c.migration_id == table.c.id
+                                      ).order_by(ev.c.id.desc()).limit(
+        1).scalar_subquery()
+    return sa.select(
+        *columns, image_count.label('image_count'),
+        _json_rows(dialect, srv, _SERVER_KEYS,
+                   srv.c.migration_id == table.c.id).label('servers_json'),
+        *[last.c[k].label('last_event_' + k) for k in _LAST_EVENT_KEYS]
+    ).select_from(table.outerjoin(last, last.c.id == newest))
+
+
+_MARKER = models.Migration.__table__.alias('marker')
+
+
+@contextlib.contextmanager
+def _read():
+    """A connection for one read: one transaction, one ROLLBACK at the end.
+
+    Lighter than ``reader(ctx)`` for the API's hot reads: an enginefacade
+    session ends its transaction and then hands the connection back to the
+    pool, which rolls back a second time (a round trip for nothing); a
+    Connection closed inside its transaction rolls back once and tells the
+    pool so.
+    """
+    with _facade().reader.get_engine().connect() as conn:
+        yield conn
 
 
 def migration_page(ctx, filters=None, limit=None, marker=None,
                    sort_key='created_at', sort_dir='desc', server=None):
-    """A page of migration summaries: 2 queries, columns only.
+    """A page of migration summaries: one query, columns only.
 
     Reading columns, never ORM objects or their graphs (a page of 100 with
     servers, images and events as objects cost a second on a loaded
-    machine): the migrations with their images counted in one query, their
-    servers in one more. ``server``: only those moving that Nova server.
+    machine): the migrations with their images counted, their servers and
+    their newest event in one SELECT; the marker's sort key is a subquery
+    of it. ``server``: only those moving that Nova server.
     """
     table = models.Migration.__table__
-    vol = models.MigrationVolume.__table__
     filters = dict(filters or {})
     if sort_key not in table.columns:
         raise exception.InvalidInput(
@@ -373,10 +555,8 @@ def migration_page(ctx, filters=None, limit=None, marker=None,
     if sort_dir not in ('asc', 'desc'):
         raise exception.InvalidInput(
             field='sort_dir', reason="%r is not 'asc' or 'desc'" % sort_dir)
-    image_count = sa.select(sa.func.count(vol.c.id)).where(
-        vol.c.migration_id == table.c.id).scalar_subquery()
-    query = sa.select(*[c for c in table.columns if c.key not in _INTERNAL],
-                      image_count.label('image_count'))
+    dialect = get_engine().dialect.name
+    query = _summary_query(dialect)
     for key, value in filters.items():
         if key not in table.columns:
             raise exception.InvalidInput(
@@ -391,67 +571,79 @@ def migration_page(ctx, filters=None, limit=None, marker=None,
     keys = [sort_key] + (['id'] if sort_key != 'id' else [])
     # A nullable key (name) sorts and compares as '' so that a marker
     # without one still has rows after it.
-    cols = [sa.func.coalesce(table.c[k], '') if table.c[k].nullable
-            else table.c[k] for k in keys]
+
+    def key_of(t, k):
+        return sa.func.coalesce(t.c[k], '') if t.c[k].nullable else t.c[k]
+    cols = [key_of(table, k) for k in keys]
     order = sa.desc if sort_dir == 'desc' else sa.asc
-    with reader(ctx) as session:
-        if marker is not None:
-            m = session.execute(sa.select(*cols).where(
-                table.c.id == marker)).first()
-            if m is None:
-                raise exception.InvalidInput(
-                    field='marker', reason='no migration %s' % marker)
-            # Keyset pagination: the rows strictly after the marker.
-            after = (lambda c, v: c < v) if sort_dir == 'desc' else \
-                (lambda c, v: c > v)
-            query = query.where(sa.or_(*[
-                sa.and_(*[cols[j] == m[j] for j in range(i)],
-                        after(col, m[i])) for i, col in enumerate(cols)]))
-        query = query.order_by(*[order(c) for c in cols])
-        if limit:
-            query = query.limit(int(limit))
-        out = [_plain(r) for r in session.execute(query)]
-        _servers_of(session, out)
-        return out
+    if marker is not None:
+        # Keyset pagination: the rows strictly after the marker, whose
+        # sort key the same SELECT reads (no round trip of its own).
+        mt = _MARKER
+        m = [sa.select(key_of(mt, k)).where(
+            mt.c.id == marker).scalar_subquery() for k in keys]
+        after = (lambda c, v: c < v) if sort_dir == 'desc' else \
+            (lambda c, v: c > v)
+        query = query.where(sa.or_(*[
+            sa.and_(*[cols[j] == m[j] for j in range(i)],
+                    after(col, m[i])) for i, col in enumerate(cols)]))
+    query = query.order_by(*[order(c) for c in cols])
+    if limit:
+        query = query.limit(int(limit))
+    with _read() as conn:
+        out = _summaries(conn, query)
+        if marker is not None and not out and conn.execute(sa.select(
+                table.c.id).where(table.c.id == marker)).first() is None:
+            raise exception.InvalidInput(
+                field='marker', reason='no migration %s' % marker)
+    return out
 
 
 def migration_get(ctx, ident, events_limit=0):
     """One migration (by id or name) with everything a show gives.
 
-    Its servers, images, shipments (summaries), terminal operations and
-    ``events_limit`` latest events: one transaction, a query each, no ORM.
+    Its servers, newest event, images with their shipments (summaries),
+    terminal operations and ``events_limit`` latest events: one
+    transaction, four queries, no ORM.
     """
     table = models.Migration.__table__
-    with reader(ctx) as session:
-        row = session.execute(sa.select(table).where(
-            table.c.id == ident)).first() or session.execute(
-            sa.select(table).where(table.c.name == ident)).first()
-        if row is None:
+    dialect = get_engine().dialect.name
+    query = _summary_query(dialect, internal=True)
+    with _read() as conn:
+        found = _summaries(conn, query.where(table.c.id == ident)) or \
+            _summaries(conn, query.where(table.c.name == ident).limit(1))
+        if not found:
             raise exception.NotFound(kind='migration', id=ident)
-        m = _plain(row)
-        _servers_of(session, [m])
+        m = found[0]
+        m.pop('image_count')
         vol = models.MigrationVolume.__table__
-        m['volumes'] = [_plain(r) for r in session.execute(sa.select(
-            vol).where(vol.c.migration_id == m['id']).order_by(vol.c.id))]
-        ships = sorted({v['shipment_id'] for v in m['volumes']
-                        if v['shipment_id']})
-        m['shipments'] = []
-        if ships:
-            sh = models.Shipment.__table__
-            m['shipments'] = [_plain(r) for r in session.execute(sa.select(
-                sh.c.id, sh.c.name, sh.c.state, sh.c.carrier,
-                sh.c.tracking_number).where(sh.c.id.in_(ships)).order_by(
-                sh.c.created_at, sh.c.id))]
+        sh = models.Shipment.__table__
+        ship_keys = ('id', 'name', 'state', 'carrier', 'tracking_number')
+        m['volumes'] = []
+        ships = {}
+        for r in conn.execute(sa.select(
+                vol, *[sh.c[k].label('ship_' + k) for k in ship_keys],
+                sh.c.created_at.label('ship_created_at')).select_from(
+                vol.outerjoin(sh, sh.c.id == vol.c.shipment_id)).where(
+                vol.c.migration_id == m['id']).order_by(vol.c.id)):
+            v = _plain(r)
+            s = {k: v.pop('ship_' + k) for k in ship_keys}
+            created = v.pop('ship_created_at')
+            if s['id'] is not None:
+                ships[s['id']] = (created, s)
+            m['volumes'].append(v)
+        m['shipments'] = [s for _c, s in sorted(
+            ships.values(), key=lambda cs: (cs[0], cs[1]['id']))]
         op = models.Operation.__table__
-        m['operations'] = [_plain(r) for r in session.execute(sa.select(
-            op).where(op.c.migration_id == m['id']).order_by(
-            op.c.created_at, op.c.id))]
+        m['operations'] = _plain_rows(conn.execute(sa.select(op).where(
+            op.c.migration_id == m['id']).order_by(op.c.created_at,
+                                                   op.c.id)))
         m['events'] = []
         if events_limit:
             ev = models.Event.__table__
-            m['events'] = [_plain(r) for r in session.execute(sa.select(
-                ev).where(ev.c.migration_id == m['id']).order_by(
-                ev.c.id.desc()).limit(int(events_limit)))]
+            m['events'] = _plain_rows(conn.execute(sa.select(ev).where(
+                ev.c.migration_id == m['id']).order_by(ev.c.id.desc()).limit(
+                int(events_limit))))
         return m
 
 

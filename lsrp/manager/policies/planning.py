@@ -8,6 +8,7 @@ PLAN_CREATE = 'fedex:plan:create'
 PLAN_LIST = 'fedex:plan:list'
 PLAN_LIST_ALL = 'fedex:plan:list:all_projects'
 PLAN_SHOW = 'fedex:plan:show'
+PLAN_DELETE = 'fedex:plan:delete'
 EVENT_LIST = 'fedex:event:list'
 EVENT_LIST_ALL = 'fedex:event:list:all_projects'
 EVENT_CREATE = 'fedex:event:create'
@@ -34,6 +35,12 @@ rules = [
         name=PLAN_SHOW, check_str=base.RULE_PROJECT_READER,
         description='Show a stored plan: its inputs and its result.',
         operations=[{'method': 'GET', 'path': '/v1/plans/{plan_id}'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=PLAN_DELETE, check_str=base.RULE_PROJECT_MEMBER,
+        description="Delete a stored plan of the caller's project (a plan "
+                    'started nothing: only the record goes).',
+        operations=[{'method': 'DELETE', 'path': '/v1/plans/{plan_id}'}],
         scope_types=['project']),
     policy.DocumentedRuleDefault(
         name=EVENT_LIST, check_str=base.RULE_PROJECT_READER_OR_SERVICE,

@@ -1,5 +1,5 @@
-"""``openstack fedex plan create|list|show``: ship or WAN, and from how
-many VMs; fedex-api keeps every plan it computed."""
+"""``openstack fedex plan create|list|show|delete``: ship or WAN, and from
+how many VMs; fedex-api keeps every plan it computed until deleted."""
 
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -156,6 +156,27 @@ class ShowPlan(command.ShowOne):
             ('request', self.app.client_manager.fedex.dumps(
                 plan.get('request')))]
         return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
+
+
+class DeletePlan(command.Command):
+    """Delete stored plans (nothing was started by them)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('plans', metavar='<plan>', nargs='+',
+                            help='id or name')
+        return parser
+
+    def take_action(self, args):
+        client = self.app.client_manager.fedex
+        failed = []
+        for ident in args.plans:
+            try:
+                client.delete('/plans/%s' % ident)
+            except exceptions.CommandError as e:
+                failed.append(str(e))
+        if failed:
+            raise exceptions.CommandError('; '.join(failed))
 
 
 def plot(plan, path):

@@ -210,6 +210,12 @@ class TestCommands(InProcess):
         self.assertEqual(made['wan_total'], shown['wan_total'])
         self.assertEqual(made['id'], shown['id'])
         self.assertIn('44.76Mbit/s', shown['request'])
+        run(plan_cmd.DeletePlan, self.app_, ['dc-move'])
+        cols, rows = run(plan_cmd.ListPlan, self.app_, [])
+        self.assertEqual([], list(rows))
+        err = self.assertRaises(exceptions.CommandError, run,
+                                plan_cmd.DeletePlan, self.app_, ['dc-move'])
+        self.assertIn('HTTP 404', str(err))
 
 
 class TestNovaLookups(InProcess):

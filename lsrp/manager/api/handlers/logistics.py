@@ -9,6 +9,8 @@ from lsrp.manager.policies import logistics as rules
 from lsrp.manager import policy
 
 SORT_KEYS = ('created_at', 'updated_at', 'state', 'id')
+# Terminals and sites: by name unless asked otherwise.
+NAMED_SORT_KEYS = ('name', 'created_at', 'updated_at', 'id')
 
 
 def _filters(req, names):
@@ -116,9 +118,11 @@ def device_custody(req):
 def terminal_list(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.TERMINAL_LIST)
-    util.check_query(req, ('site',))
-    return util.json_response(200, {'terminals': actions.terminal_list(
-        ctx, site=util.query(req, 'site'))})
+    util.check_query(req, util.PAGE_PARAMS + ('site',))
+    paging = util.page(req, NAMED_SORT_KEYS, default_key='name',
+                       default_dir='asc')
+    return util.list_response(req, 'terminals', actions.terminal_list(
+        ctx, site=util.query(req, 'site'), **paging), paging)
 
 
 def terminal_show(req):
@@ -155,9 +159,12 @@ def terminal_health(req):
 def site_list(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.SITE_LIST)
-    util.check_query(req, ())
-    return util.json_response(200, {'sites': [_public_site(ctx, s) for s in
-                                              actions.site_list(ctx)]})
+    util.check_query(req, util.PAGE_PARAMS)
+    paging = util.page(req, NAMED_SORT_KEYS, default_key='name',
+                       default_dir='asc')
+    return util.list_response(req, 'sites', [
+        _public_site(ctx, s) for s in actions.site_list(ctx, **paging)],
+        paging)
 
 
 def _public_site(ctx, site):

@@ -2,7 +2,7 @@
 
 POST computes a plan and stores it (the request, the parsed inputs and
 the result) in the caller's project; GET lists them (newest first,
-summaries) and shows one whole.
+summaries) and shows one whole; DELETE forgets one.
 """
 
 from lsrp.manager.api import handlers
@@ -114,3 +114,12 @@ def show(req):
     policy.authorize(ctx, rules.PLAN_SHOW, {'project_id': row['project_id'],
                                             'user_id': row['user_id']})
     return util.json_response(200, {'plan': _whole(row)})
+
+
+def delete(req):
+    ctx = handlers.context(req)
+    row = db.get(ctx, 'plan', req.urlvars['plan_id'])
+    policy.authorize(ctx, rules.PLAN_DELETE, {'project_id': row['project_id'],
+                                              'user_id': row['user_id']})
+    db.delete(ctx, 'plan', row['id'])
+    return util.no_content()

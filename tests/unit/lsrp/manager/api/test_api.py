@@ -313,6 +313,22 @@ class TestLogistics(Fixture):
         self.terminals()
         self.devices()
 
+    def test_terminals_and_sites_are_paged_and_sorted(self):
+        for kind, first, second in (('terminals', 'term-a', 'term-b'),
+                                    ('sites', 'site-a', 'site-b')):
+            page = self.call('GET', '/v1/%s?limit=1' % kind, roles=ADMIN,
+                             status=200).json
+            self.assertEqual([first], [x['name'] for x in page[kind]])
+            nxt = page['links'][0]['href'].split('localhost', 1)[1]
+            page = self.call('GET', nxt, roles=ADMIN, status=200).json
+            self.assertEqual([second], [x['name'] for x in page[kind]])
+            desc = self.call('GET', '/v1/%s?sort_dir=desc' % kind,
+                             roles=ADMIN, status=200).json[kind]
+            self.assertEqual([second, first], [x['name'] for x in desc])
+            resp = self.call('GET', '/v1/%s?sort_key=colour' % kind,
+                             roles=ADMIN, status=400)
+            self.assertIn('sort_key', self.errors(resp)[0])
+
     def shipment(self):
         s = db.create(self.ctx, 'shipment', {
             'name': 'ship-1', 'state': states.S_SEALED, 'carrier': 'manual'})
@@ -470,6 +486,31 @@ class TestEventsAndPlans(Fixture):
         self.assertEqual(1, len(self.call('GET', '/v1/plans', roles=READER,
                                           status=200).json['plans']))
 
+    def test_plans_are_deleted_by_their_project(self):
+        body = {'vms': [{'size': '50GB', 'count': 10}],
+                'wan_bandwidth': '44.76Mbit/s'}
+        mine = self.call('POST', '/v1/plans', body, roles=MEMBER,
+                         status=201).json['plan']
+        theirs = self.call('POST', '/v1/plans', body, roles=MEMBER,
+                           project='p2', status=201).json['plan']
+        # A reader looks only; another project's member may not.
+        resp = self.call('DELETE', '/v1/plans/' + mine['id'], roles=READER,
+                         status=403)
+        self.assertIn('fedex:plan:delete', self.errors(resp)[0])
+        self.call('DELETE', '/v1/plans/' + theirs['id'], roles=MEMBER,
+                  status=403)
+        self.call('DELETE', '/v1/plans/' + mine['id'], roles=MEMBER,
+                  status=204)
+        self.call('GET', '/v1/plans/' + mine['id'], roles=READER,
+                  status=404)
+        self.call('DELETE', '/v1/plans/' + mine['id'], roles=MEMBER,
+                  status=404)
+        self.call('DELETE', '/v1/plans/' + theirs['id'], roles=ADMIN,
+                  status=204)
+        self.assertEqual([], self.call('GET', '/v1/plans?all_projects=1',
+                                       roles=ADMIN,
+                                       status=200).json['plans'])
+
     def test_plan_refusals(self):
         resp = self.call('POST', '/v1/plans', {
             'vms': [{'size': '10GB', 'write_rate': '200Mbit/s'}],
@@ -518,4 +559,4 @@ class TestEveryRouteIsGuarded(Fixture):
                 self.assertEqual(403, resp.status_int,
                                  '%s %s: %s' % (method, url, resp.text))
                 checked += 1
-        self.assertEqual(27, checked)    # every route but / and /v1
+        self.assertEqual(28, checked)    # every route but / and /v1
