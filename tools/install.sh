@@ -71,6 +71,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q -c upper-constraints.txt -e . tox \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+# mysqlclient (the C MySQL driver, GPL-2.0) is no requirement of this
+# Apache-2.0 project: a deployment picks its driver in [database]
+# connection. The sandbox's fedex-api uses it when its virtualenv has it
+# (lsrp/manager/api/sandbox.py; a list costs a third less CPU).
+.venv/bin/python -m pip install -q -c upper-constraints.txt mysqlclient
 .venv/bin/python tools/link_ceph_bindings.py
 .venv/bin/python -c 'import rados, rbd' \
     || { echo "install.sh: the Ceph bindings do not import in .venv" >&2; exit 1; }
@@ -88,6 +93,8 @@ if [ -n "$OPENSTACK" ]; then
     .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
         -r requirements.txt \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
+        mysqlclient
     .venv-openstack/bin/python tools/link_ceph_bindings.py --libvirt
     .venv-openstack/bin/python -c 'import rados, rbd, libvirt, nova, lsrp' \
         || { echo "install.sh: .venv-openstack is incomplete" >&2; exit 1; }
