@@ -185,17 +185,24 @@ class Service(object):
     def _still_there(self):
         """Our recorded process runs although pid() said no.
 
-        Seen twice at a first ``up`` (MariaDB, Keystone's uWSGI): pid()
-        answered None while the process ran and went on to serve, which
-        stopped ``up``. Trust /proc over the Popen bookkeeping then.
+        Seen at a first ``up`` (MariaDB, Keystone's uWSGI, also on an
+        idle machine): pid() answered None while the process ran and went
+        on to serve, which stopped ``up``. Trust /proc over the Popen
+        bookkeeping and the name checks then: only a process that is gone
+        (or a zombie) for a whole second has exited.
         """
         pid = self.recorded_pid()
-        if pid is None or not self.is_ours(pid):
+        if pid is None:
             return False
-        LOG.warning('%s: pid %d runs although its start looked failed; '
-                    'waiting for it', self.name, pid)
-        time.sleep(0.5)
-        return self.is_ours(pid)
+        for _ in range(5):
+            if processes.read_cmdline(pid) is not None:
+                if not getattr(self, '_warned_still_there', False):
+                    LOG.warning('%s: pid %d runs although its start looked '
+                                'failed; waiting for it', self.name, pid)
+                    self._warned_still_there = True
+                return True
+            time.sleep(0.25)
+        return False
 
     def ensure_port_free(self):
         """Raise ServiceFailed naming the holder when our port is taken."""
