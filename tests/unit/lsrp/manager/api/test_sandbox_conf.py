@@ -15,9 +15,14 @@ class TestCDriver(testtools.TestCase):
     URL = 'mysql+pymysql://os:pw@127.0.0.1:22200/sandbox'
 
     def test_mysqlclient_when_the_venv_has_it(self):
-        # This venv has it: requirements.txt.
-        self.assertEqual('mysql+mysqldb://os:pw@127.0.0.1:22200/sandbox',
-                         sandbox.c_driver(self.URL, sys.executable))
+        # mysqlclient is optional (GPL-2.0: tools/install.sh adds it to the
+        # sandbox's virtualenvs, not requirements.txt): a python that
+        # imports MySQLdb.
+        with mock.patch.object(sandbox.subprocess, 'run') as run:
+            run.return_value.returncode = 0
+            self.assertEqual('mysql+mysqldb://os:pw@127.0.0.1:22200/sandbox',
+                             sandbox.c_driver(self.URL, sys.executable))
+        self.assertEqual('import MySQLdb', run.call_args[0][0][-1])
 
     def test_pymysql_kept_when_the_venv_lacks_it(self):
         self.assertEqual(self.URL, sandbox.c_driver(self.URL, '/bin/false'))
@@ -40,7 +45,9 @@ class TestConfText(testtools.TestCase):
                           keystone_url='http://127.0.0.1:22210/v3',
                           venv=sys.prefix)
         cloud.shared.secrets.return_value = {'service': 'pw'}
-        with mock.patch.object(manager_sandbox, 'SandboxManager') as sm:
+        with mock.patch.object(manager_sandbox, 'SandboxManager') as sm, \
+                mock.patch.object(sandbox.subprocess, 'run') as run:
+            run.return_value.returncode = 0     # the venv has mysqlclient
             sm.return_value.dep = dep
             text = sandbox.conf_text(cloud)
         conf = configparser.ConfigParser(interpolation=None)
