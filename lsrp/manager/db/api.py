@@ -144,8 +144,15 @@ def _get(session, kind, ident, by_name=True):
     model = MODELS[kind]
     row = session.get(model, ident)
     if row is None and by_name and hasattr(model, 'name'):
-        row = session.execute(sa.select(model).where(
-            model.name == ident)).scalar_one_or_none()
+        # Names of migrations and plans need not be unique: two of them
+        # named alike are refused by name, never guessed between.
+        rows = session.execute(sa.select(model).where(
+            model.name == ident).limit(2)).scalars().all()
+        if len(rows) > 1:
+            raise exception.Conflict(
+                kind=kind, id=ident,
+                reason='several have this name; use the id')
+        row = rows[0] if rows else None
     if row is None and kind == 'device':
         row = session.execute(sa.select(model).where(
             model.serial == ident)).scalar_one_or_none()

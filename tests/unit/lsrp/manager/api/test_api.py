@@ -511,6 +511,22 @@ class TestEventsAndPlans(Fixture):
                                        roles=ADMIN,
                                        status=200).json['plans'])
 
+    def test_a_name_two_plans_share_is_refused_not_guessed(self):
+        body = {'name': 'twin', 'vms': [{'size': '50GB', 'count': 10}],
+                'wan_bandwidth': '44.76Mbit/s'}
+        first = self.call('POST', '/v1/plans', body, roles=MEMBER,
+                          status=201).json['plan']
+        self.assertEqual(first['id'], self.call(
+            'GET', '/v1/plans/twin', roles=READER,
+            status=200).json['plan']['id'])
+        self.call('POST', '/v1/plans', body, roles=MEMBER, status=201)
+        resp = self.call('GET', '/v1/plans/twin', roles=READER, status=409)
+        self.assertIn('several have this name; use the id',
+                      self.errors(resp)[0])
+        self.call('DELETE', '/v1/plans/twin', roles=MEMBER, status=409)
+        self.call('GET', '/v1/plans/' + first['id'], roles=READER,
+                  status=200)
+
     def test_plan_refusals(self):
         resp = self.call('POST', '/v1/plans', {
             'vms': [{'size': '10GB', 'write_rate': '200Mbit/s'}],
