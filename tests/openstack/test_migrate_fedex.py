@@ -67,8 +67,20 @@ class TestServerMigrateFedex(base.ManagerTestCase):
         first = proc.stdout.splitlines()[0]
         self.assertTrue(first.startswith('fedex migration '), proc.stdout)
         mid = first.split()[2]
-        # --wait printed the way there, state by state, on stderr.
-        self.assertIn('EXPORTING', proc.stderr)
+        # --wait printed the way there, state by state, on stderr, in the
+        # machine's order (a phase shorter than --wait-interval may be
+        # passed over: a 96 MiB export takes well under a second here);
+        # the courier's travel always takes seconds.
+        path = [states.REQUESTED, states.SNAPSHOTTING, states.EXPORTING,
+                states.CONSOLIDATING, states.SEALED, states.IN_TRANSIT,
+                states.DELIVERED, states.IMPORTING, states.CATCHING_UP,
+                states.READY_FOR_CUTOVER]
+        seen = [line.split()[1] for line in proc.stderr.splitlines()
+                if line.startswith(mid[:8] + ' ')]
+        self.assertIn(states.IN_TRANSIT, seen, proc.stderr)
+        steps = [path.index(s) for s in seen if s in path]
+        self.assertEqual(sorted(steps), steps, proc.stderr)
+        self.assertGreaterEqual(len(set(steps)), 4, proc.stderr)
         self.assertIn('READY_FOR_CUTOVER', proc.stdout.splitlines()[-1])
         proc = self.openstack('fedex', 'migration', 'show', mid, '-f',
                               'json')
