@@ -133,12 +133,18 @@ class CutoverTestCase(base.ManagerTestCase):
                 time.sleep(0.5)
         self.fail('nothing listens on port %d after %d s' % (port, timeout))
 
-    def openstack(self, *args, timeout=600):
-        """The real ``openstack`` client as the cloud's admin; its stdout."""
+    def openstack(self, *args, timeout=600, gone_ok=False):
+        """The real ``openstack`` client as the cloud's admin; its stdout.
+
+        ``gone_ok``: a server that does not exist (any more) is no failure
+        (clean-ups of servers a test may have deleted itself).
+        """
         proc = subprocess.run(
             [os.path.join(self.cloud.venv, 'bin', 'openstack')] + list(args),
             capture_output=True, text=True, timeout=timeout,
             env=dict(os.environ, **self.cloud.client_env()))
+        if gone_ok and proc.returncode and 'No Server found' in proc.stderr:
+            return proc.stdout
         self.assertEqual(0, proc.returncode, 'openstack %s: %s%s' % (
             ' '.join(args), proc.stdout[-2000:], proc.stderr[-3000:]))
         return proc.stdout
@@ -151,7 +157,7 @@ class CutoverTestCase(base.ManagerTestCase):
             '--nic', 'none', '--availability-zone',
             'site-a:%s' % SITE_A_HOST, '--wait', name, timeout=600)
         self.addCleanup(self.openstack, 'server', 'delete', '--wait',
-                        server['id'])
+                        server['id'], gone_ok=True)
         return server
 
     def show(self, server_id):
