@@ -100,8 +100,34 @@ class TestVolumeAlone(base.CloudTestCase):
         with self.demo.clusters['site-b'].pool('volumes') as pool:
             with pool.open_image('volume-%s' % vid) as img:
                 self.assertEqual(2 << 30, img.size())
+        # A snapshot at B lives on cluster B, and goes again.
+        snap = self.os('volume', 'snapshot', 'create', '--volume', vid,
+                       'fedex-alone-snap-%s' % self.demo.id)
+        self.wait_for('snapshot available at B', lambda: self.os(
+            'volume', 'snapshot', 'show', snap['id'])['status'] ==
+            'available', 300)
+        self.assertIn('snapshot-%s' % snap['id'], self.rbd(
+            'site-b', 'snap', 'ls', spec).stdout)
+        self.cloud.openstack_plain('volume', 'snapshot', 'delete',
+                                   snap['id'])
+        self.wait_for('snapshot deleted at B', lambda: 'snapshot-%s' % snap[
+            'id'] not in self.rbd('site-b', 'snap', 'ls', spec).stdout, 300)
+        # Deleted at B: cluster B's image goes; site A's copy stays for the
+        # retention period (the manager's clean-up removes it, never a
+        # stray delete).
+        self.cloud.openstack_plain('volume', 'delete', vid)
+        self.wait_for('volume deleted at B', lambda: self.cli(
+            'volume', 'show', vid)[0] != 0, 300)
+        self.wait_for('image gone from cluster B', lambda: self.rbd(
+            'site-b', 'info', spec).returncode != 0, 120)
+        self.assertEqual(0, self.rbd('site-a', 'info', spec).returncode)
         print('volume alone: migration %s COMPLETED, %d rounds' % (
             m['id'], m['rounds']))
+
+    def rbd(self, site, *args):
+        return subprocess.run(
+            ['rbd', '-c', self.sandbox.site(site).conf] + list(args),
+            capture_output=True, text=True, timeout=120)
 
     def test_refused_with_a_reason(self):
         missing = '00000000-0000-4000-8000-000000000000'
