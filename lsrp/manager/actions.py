@@ -292,24 +292,19 @@ def migrations_create(ctx, requests, one_shipment=False):
         group = 'wave-%s' % uuid.uuid4().hex[:12]
         requests = [dict(r, start=False, options=dict(
             r.get('options') or {}, shipment_group=group)) for r in requests]
-        for i, r in enumerate(requests):
-            try:
-                _dry_check(ctx, r)
-            except exception.InvalidInput as e:
-                raise exception.InvalidInput(field='migrations[%d].%s' % (
-                    i, e.kwargs.get('field')), reason=e.kwargs.get('reason'))
-        # All exist before the first is packed: none is left behind.
-        made = [migration_create(ctx, **r) for r in requests]
-        for m in made:
-            jobs.post(ctx, m['id'], 'prepare')
-        return [db.get(ctx, 'migration', m['id']) for m in made]
     for i, r in enumerate(requests):
         try:
             _dry_check(ctx, r)
         except exception.InvalidInput as e:
             raise exception.InvalidInput(field='migrations[%d].%s' % (
                 i, e.kwargs.get('field')), reason=e.kwargs.get('reason'))
-    return [migration_create(ctx, **r) for r in requests]
+    made = [migration_create(ctx, **r) for r in requests]
+    if not one_shipment:
+        return made
+    # All exist before the first is packed: none is left behind.
+    for m in made:
+        jobs.post(ctx, m['id'], 'prepare')
+    return [db.get(ctx, 'migration', m['id']) for m in made]
 
 
 def _dry_check(ctx, r):
