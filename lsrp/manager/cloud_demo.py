@@ -27,14 +27,11 @@ import threading
 import time
 import uuid
 
-from oslo_config import cfg
-
 from lsrp import exception
 from lsrp.manager import actions
-from lsrp.manager import conductor
 from lsrp.manager import context
 from lsrp.manager.db import api as db
-from lsrp.manager import opts
+from lsrp.manager import event_follower
 from lsrp.manager import sandbox as sandbox_mod
 from lsrp.manager import states
 from lsrp.rbd import Cluster
@@ -63,7 +60,6 @@ class CloudDemo(object):
         self.timeout = timeout
         self.id = uuid.uuid4().hex[:8]
         self.server_id = self.volume_id = self.migration_id = None
-        self.marker = None
 
     # --- plumbing -----------------------------------------------------------
 
@@ -76,13 +72,9 @@ class CloudDemo(object):
         # Devices for the seed: blank slots at site A (earlier runs' went
         # to site B with the courier).
         mgr.dep.make_slots('site-a', sandbox_mod.DEVICES_PER_SITE)
-        conf = cfg.ConfigOpts()
-        opts.register_opts(conf)
-        conf(['--config-file', os.path.join(mgr.dep.work, 'manage.conf')],
-             project='fedex-demo')
-        db.configure(conf.database.connection)
-        self.backend, self.board = conductor.install_poster(conf)
+        self.backend, self.board = mgr.connect('fedex-demo')
         self.ctx = context.admin('fedex-demo')
+        self.events = event_follower.EventFollower(self.ctx, self.out)
         self.clusters = {}
         for name in ('site-a', 'site-b'):
             s = self.sb.site(name)
@@ -323,14 +315,7 @@ class CloudDemo(object):
             if not found:
                 return
             self.migration_id = found[0]['id']
-        for ev in actions.events_query(self.ctx, migration=self.migration_id,
-                                       marker=self.marker, limit=200):
-            self.marker = ev['id']
-            if ev['kind'] == 'state':
-                self.out('  %s -> %s  %s' % (ev['from_state'] or '-',
-                                             ev['to_state'], ev['message']))
-            elif ev['kind'] in ('progress', 'error', 'custody', 'cutover'):
-                self.out('  [%s] %s' % (ev['kind'], ev['message']))
+        self.events.show(self.migration_id)
 
     def wan_bytes(self, m):
         """Bytes the WAN carried: every catch-up round and the final delta."""

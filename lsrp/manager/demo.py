@@ -13,14 +13,11 @@ import os
 import time
 import uuid
 
-from oslo_config import cfg
-
 from lsrp import exception
 from lsrp.manager import actions
-from lsrp.manager import conductor
 from lsrp.manager import context
 from lsrp.manager.db import api as db
-from lsrp.manager import opts
+from lsrp.manager import event_follower
 from lsrp.manager import sandbox as sandbox_mod
 from lsrp.manager import states
 from lsrp.rbd import Cluster
@@ -42,17 +39,12 @@ class ManagerDemo(object):
         self.id = uuid.uuid4().hex[:8]
         self.specs = ['vms/demo-%s-disk0' % self.id,
                       'vms/demo-%s-disk1' % self.id]
-        self.marker = None
 
     def _connect(self):
         mgr = sandbox_mod.SandboxManager(self.sb)
-        conf = cfg.ConfigOpts()
-        opts.register_opts(conf)
-        conf(['--config-file', os.path.join(mgr.dep.work, 'manage.conf')],
-             project='fedex-demo')
-        db.configure(conf.database.connection)
-        self.backend, self.board = conductor.install_poster(conf)
+        self.backend, self.board = mgr.connect('fedex-demo')
         self.ctx = context.RequestContext(user_id='demo', project_id='demo')
+        self.events = event_follower.EventFollower(self.ctx, self.out)
 
     def _images(self):
         a = self.sb.site('site-a')
@@ -67,20 +59,10 @@ class ManagerDemo(object):
                     for off in range(0, size // 2, 4 * MiB):
                         img.write(off, os.urandom(2 * MiB))
 
-    def _show(self, m):
-        for ev in actions.events_query(self.ctx, migration=m['id'],
-                                       marker=self.marker, limit=200):
-            self.marker = ev['id']
-            if ev['kind'] == 'state':
-                self.out('  %s -> %s  %s' % (ev['from_state'] or '-',
-                                             ev['to_state'], ev['message']))
-            elif ev['kind'] in ('progress', 'error', 'custody', 'health'):
-                self.out('  [%s] %s' % (ev['kind'], ev['message']))
-
     def _wait(self, m, wanted):
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
-            self._show(m)
+            self.events.show(m['id'])
             cur = db.get(self.ctx, 'migration', m['id'])
             if cur['state'] in wanted:
                 return cur

@@ -18,8 +18,13 @@ it, the final delta completes a migration (the Ceph-only demo).
 
 import os
 
+from oslo_config import cfg
+
 from lsrp import exception
+from lsrp.manager import conductor
+from lsrp.manager.db import api as db
 from lsrp.manager import deploy
+from lsrp.manager import opts
 from lsrp.sandbox.services import base as services_base
 
 SITES = ('site-a', 'site-b')
@@ -64,6 +69,21 @@ class SandboxManager(object):
                 self._dep.nova = auth
                 self._dep.cinder = auth
         return self._dep
+
+    def connect(self, project):
+        """Configure this process as a client of the sandbox's manager.
+
+        What a demo needs to create migrations and read their events: the
+        manager's database and its jobboard (to post the first phase).
+
+        :returns: ``(backend, board)`` of ``conductor.install_poster``.
+        """
+        conf = cfg.ConfigOpts()
+        opts.register_opts(conf)
+        conf(['--config-file', os.path.join(self.dep.work, 'manage.conf')],
+             project=project)
+        db.configure(conf.database.connection)
+        return conductor.install_poster(conf)
 
     def drives_nova(self):
         """True when the conductor asks Nova for the cutover."""

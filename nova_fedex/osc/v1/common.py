@@ -4,6 +4,7 @@ turning servers into a migration request (with Nova's help)."""
 import sys
 import time
 
+from osc_lib.command import command
 from osc_lib import exceptions
 
 MIGRATION_COLUMNS = ('id', 'name', 'state', 'project_id', 'source_site',
@@ -18,6 +19,33 @@ BAD_END = ('FAILED', 'ABORTED')
 # Nova's RBD naming: a server's root disk, a Cinder volume.
 NOVA_DISK = 'vms/%s_disk'
 CINDER_VOLUME = 'volumes/volume-%s'
+
+
+class DeleteCommand(command.Command):
+    """Delete each named resource; report every failure, not only the first.
+
+    A subclass names its ``collection`` (the API path) and ``noun``.
+    """
+
+    collection = None
+    noun = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('idents', metavar='<%s>' % self.noun, nargs='+',
+                            help='id or name')
+        return parser
+
+    def take_action(self, args):
+        client = self.app.client_manager.fedex
+        failed = []
+        for ident in args.idents:
+            try:
+                client.delete('/%s/%s' % (self.collection, ident))
+            except exceptions.CommandError as e:
+                failed.append(str(e))
+        if failed:
+            raise exceptions.CommandError('; '.join(failed))
 
 
 def _percent(m):

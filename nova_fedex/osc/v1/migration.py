@@ -236,21 +236,8 @@ class CutoverMigration(_Action):
     verb = 'cutover'
 
 
-class DeleteMigration(command.Command):
+class DeleteMigration(common.DeleteCommand):
     """Delete finished migrations."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('migrations', metavar='<migration>', nargs='+')
-        return parser
-
-    def take_action(self, args):
-        client = self.app.client_manager.fedex
-        failed = []
-        for ident in args.migrations:
-            try:
-                client.delete('/migrations/%s' % ident)
-            except exceptions.CommandError as e:
-                failed.append(str(e))
-        if failed:
-            raise exceptions.CommandError('; '.join(failed))
+    collection = 'migrations'
+    noun = 'migration'

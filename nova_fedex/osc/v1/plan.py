@@ -4,6 +4,8 @@ how many VMs; fedex-api keeps every plan it computed until deleted."""
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from nova_fedex.osc.v1 import common
+
 FIELDS = ('size', 'allocated', 'write_rate', 'memory', 'count')
 
 
@@ -158,25 +160,11 @@ class ShowPlan(command.ShowOne):
         return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
 
 
-class DeletePlan(command.Command):
+class DeletePlan(common.DeleteCommand):
     """Delete stored plans (nothing was started by them)."""
 
-    def get_parser(self, prog_name):
-        parser = super().get_parser(prog_name)
-        parser.add_argument('plans', metavar='<plan>', nargs='+',
-                            help='id or name')
-        return parser
-
-    def take_action(self, args):
-        client = self.app.client_manager.fedex
-        failed = []
-        for ident in args.plans:
-            try:
-                client.delete('/plans/%s' % ident)
-            except exceptions.CommandError as e:
-                failed.append(str(e))
-        if failed:
-            raise exceptions.CommandError('; '.join(failed))
+    collection = 'plans'
+    noun = 'plan'
 
 
 def plot(plan, path):
