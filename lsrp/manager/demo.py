@@ -50,14 +50,7 @@ class ManagerDemo(object):
         a = self.sb.site('site-a')
         self.ca = Cluster(a.conf, a.keyring, site='site-a')
         self.ca.connect()
-        with self.ca.pool('vms') as pool:
-            for i, spec in enumerate(self.specs):
-                name = spec.split('/')[1]
-                size = self.disk_mib * MiB // (i + 1)
-                pool.create_image(name, size)
-                with pool.open_image(name) as img:
-                    for off in range(0, size // 2, 4 * MiB):
-                        img.write(off, os.urandom(2 * MiB))
+        direct_demo.make_vm_disks(self.ca, self.specs, self.disk_mib)
 
     def _wait(self, m, wanted):
         deadline = time.monotonic() + self.timeout

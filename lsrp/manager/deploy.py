@@ -156,9 +156,8 @@ class Deployment(object):
         path = os.path.join(self.work, 'manager.sqlite')
         return 'sqlite:///%s?timeout=60' % path
 
-    def create_database(self):
-        if self.database != 'mysql':
-            return
+    def _server_sql(self, statement):
+        """Run one statement on the database server, outside any database."""
         url = self.endpoints['database_url_template']
         # mysql+pymysql://USER:PW@HOST:PORT/{database}
         creds, rest = url.split('//', 1)[1].split('@', 1)
@@ -168,26 +167,19 @@ class Deployment(object):
                                password=pw)
         try:
             with conn.cursor() as cur:
-                cur.execute('CREATE DATABASE IF NOT EXISTS `%s` CHARACTER '
-                            'SET utf8mb4' % self.name.replace('-', '_'))
+                cur.execute(statement)
         finally:
             conn.close()
 
+    def create_database(self):
+        if self.database == 'mysql':
+            self._server_sql('CREATE DATABASE IF NOT EXISTS `%s` CHARACTER '
+                             'SET utf8mb4' % self.name.replace('-', '_'))
+
     def drop_database(self):
-        if self.database != 'mysql':
-            return
-        url = self.endpoints['database_url_template']
-        creds, rest = url.split('//', 1)[1].split('@', 1)
-        user, pw = creds.split(':', 1)
-        host, port = rest.split('/', 1)[0].split(':')
-        conn = pymysql.connect(host=host, port=int(port), user=user,
-                               password=pw)
-        try:
-            with conn.cursor() as cur:
-                cur.execute('DROP DATABASE IF EXISTS `%s`'
-                            % self.name.replace('-', '_'))
-        finally:
-            conn.close()
+        if self.database == 'mysql':
+            self._server_sql('DROP DATABASE IF EXISTS `%s`'
+                             % self.name.replace('-', '_'))
 
     def common(self, role='manager'):
         sections = {

@@ -37,6 +37,21 @@ from lsrp import tls
 MiB = 1 << 20
 
 
+def make_vm_disks(cluster, specs, disk_mib):
+    """Create a VM's disks at a site, like OS images: half written.
+
+    The first is ``disk_mib`` MiB, the next half that, and so on.
+    """
+    with cluster.pool('vms') as pool:
+        for i, spec in enumerate(specs):
+            name = spec.split('/')[1]
+            size = disk_mib * MiB // (i + 1)
+            pool.create_image(name, size)
+            with pool.open_image(name) as img:
+                for off in range(0, size // 2, 4 * MiB):
+                    img.write(off, os.urandom(2 * MiB))
+
+
 class Writer(threading.Thread):
     """Writes random blocks to the images at a steady rate until stopped.
 
@@ -128,15 +143,7 @@ class Demo(object):
         out('demo %s: a VM with disks %s at site-a' % (self.id,
                                                        ', '.join(self.specs)))
         begin = time.monotonic()
-        with self.ca.pool('vms') as pool:
-            for i, spec in enumerate(self.specs):
-                name = spec.split('/')[1]
-                size = self.disk_mib * MiB // (i + 1)
-                pool.create_image(name, size)
-                with pool.open_image(name) as img:
-                    # An OS image: some data, much never written.
-                    for off in range(0, size // 2, 4 * MiB):
-                        img.write(off, os.urandom(2 * MiB))
+        make_vm_disks(self.ca, self.specs, self.disk_mib)
         writer = Writer(self.ca, self.specs, self.write_rate)
         writer.start()
         self._phase('prepare', begin)
