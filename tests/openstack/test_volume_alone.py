@@ -16,7 +16,7 @@ import os
 import subprocess
 
 from lsrp.manager import actions
-from lsrp.manager import cloud_demo
+from lsrp.manager.sandbox import cloud_demo
 from lsrp.manager import states
 from tests.openstack import base
 

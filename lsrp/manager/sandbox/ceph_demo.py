@@ -17,8 +17,8 @@ from lsrp import exception
 from lsrp.manager import actions
 from lsrp.manager import context
 from lsrp.manager.db import api as db
-from lsrp.manager import event_follower
 from lsrp.manager import sandbox as sandbox_mod
+from lsrp.manager.sandbox import event_follower
 from lsrp.manager import states
 from lsrp.rbd import Cluster
 from lsrp.sandbox import demo as direct_demo

@@ -1,5 +1,11 @@
 """The manager in ``fedex-sandbox``: a conductor and one agent per site.
 
+This package is what the manager adds to the sandbox, found through the
+``fedex.sandbox.*`` entry points (the sandbox itself knows nothing of the
+manager): this layer, and the demos ``fedex-sandbox demo`` runs
+(``cloud_demo``: a real Nova server and its volume through the
+mini-cloud; ``ceph_demo``: ``--ceph-only``, a VM's images without Nova).
+
 ``fedex-sandbox up`` starts them after the Ceph sites and the shared
 services (MariaDB: the manager's database ``sandbox``; RabbitMQ;
 ZooKeeper), ``down`` stops them, ``status`` lists them. (SQLite, the
