@@ -483,6 +483,11 @@ def do_pull(args):
     target = args.to or args.image
     progress = _progress_for(args)
     with _cluster(args) as cluster:
+        pool_name, name = target.split('/', 1)
+        with cluster.pool(pool_name) as pool:
+            if pool.image_exists(name):
+                # Never overwritten: a copy here is someone's data.
+                raise exception.ImageExists(site=cluster.site, target=target)
         source = remote_source.RemoteSource(connect, args.image,
                                             args.shipment_id, args.snapshot)
         try:
