@@ -23,8 +23,8 @@ async def pair():
 class TestRefusedStream(testtools.TestCase):
 
     def test_an_unknown_request_is_reported_with_the_peers_code(self):
-        """A peer of an older release refuses a request it does not know:
-        it sends an ERROR that answers no request and closes."""
+        # A peer of an older release refuses a request it does not know:
+        # it sends an ERROR that answers no request and closes.
         async def scenario():
             client, server = await pair()
             client.start_receiving()
