@@ -22,19 +22,19 @@ class ImageRead(object):
     def __init__(self, cluster, disk, snapshot):
         self.disk, self.snapshot = disk, snapshot
         self.where = '%s@%s at %s' % (disk, snapshot, cluster.site)
+        image_at = '%s at %s' % (disk, cluster.site)
         pool_name, name = disk.split('/', 1)
         self._pool = cluster.pool(pool_name)
         try:
             if not self._pool.image_exists(name):
                 raise exception.ProtocolError(
-                    code='BAD_STATE', reason='%s: no image %s here' % (
-                        self.where, disk))
+                    code='BAD_STATE', reason='no image %s' % image_at)
             try:
                 self._image = self._pool.open_image(name, snapshot=snapshot)
             except exception.SnapshotNotFound:
                 raise exception.ProtocolError(
-                    code='BAD_STATE', reason='%s: no snapshot %s of %s here'
-                    % (self.where, snapshot, disk))
+                    code='BAD_STATE', reason='%s has no snapshot %s' % (
+                        image_at, snapshot))
         except BaseException:
             self._pool.close()
             raise

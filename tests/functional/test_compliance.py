@@ -135,7 +135,7 @@ class TestRemoteSource(contract.SourceContract,
         port = self.serve_image(contract.Contents())
         e = self.assertRaises(exception.RemoteError, self.open, port, 'nope')
         self.assertEqual('BAD_STATE', e.code)
-        self.assertIn('no snapshot nope', str(e))
+        self.assertIn('has no snapshot nope', str(e))
         e = self.assertRaises(exception.RemoteError, self.open, port, 's1',
                               'vms/not-in-ship1')
         self.assertEqual('NOT_ALLOWED', e.code)

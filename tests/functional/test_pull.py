@@ -78,7 +78,7 @@ class TestPull(test_catchup.CatchUpTestCase):
         self.source_image()
         port = self.serve()
         self.assert_one_line(self.pull(port, snapshot='nope'),
-                             'no snapshot nope', 'READ_OPEN')
+                             'has no snapshot nope', 'READ_OPEN')
         self.assert_one_line(self.pull(port, image='vms/unknown'),
                              'vms/unknown is not an image of shipment ship1')
         with self.pool('site-a') as pool:
