@@ -233,6 +233,15 @@ class SourceContract(object):
             if cli is not None:
                 self.assertEqual(cli, src.digest('sha256'))
 
+    def test_source_close_twice(self):
+        # Closed by its user and again by a cleanup (or a ``with``): the
+        # second close must not fail (nor hide what ended the first).
+        s1, s2 = self.make_sources(Contents())
+        list(s2.changes('s1'))
+        for src in (s1, s2):
+            src.close()
+            src.close()
+
     def test_source_delta_resumed(self):
         c = Contents()
         _, s2 = self.make_sources(c)
