@@ -39,12 +39,13 @@ def authorize(state_dir, shipment_id, images, source=None, sink='rbd',
          'peers': sorted(peers) if peers else None}))
 
 
-def check(state_dir, shipment, disk, peer):
+def check(state_dir, shipment, disk, peer, verb='send'):
     """The shipment's entry if ``peer`` may write ``disk``, one of its images.
 
     Known images: imported here, or declared to be received on devices here;
     and when the shipment names its peers, ``peer`` must be one. Else raise
-    NOT_ALLOWED.
+    NOT_ALLOWED. ``verb`` names what was refused (``send``, ``read``: a
+    terminal read as a source obeys the same list).
     """
     path = os.path.join(state_dir, shipment, FILE)
     try:
@@ -61,6 +62,6 @@ def check(state_dir, shipment, disk, peer):
             % (disk, shipment))
     if entry.get('peers') and peer not in entry['peers']:
         raise exception.ProtocolError(
-            code='NOT_ALLOWED', reason='terminal %s may not send shipment %s'
-            ' (only %s)' % (peer, shipment, ', '.join(entry['peers'])))
+            code='NOT_ALLOWED', reason='terminal %s may not %s shipment %s'
+            ' (only %s)' % (peer, verb, shipment, ', '.join(entry['peers'])))
     return entry

@@ -7,6 +7,7 @@
     lsrp show --device D1 ...             what a device set holds
     lsrp import --device D1 ... --expect-digest DIGEST
     lsrp catchup --shipment-id ID --base SNAP --server HOST:PORT POOL/IMAGE...
+    lsrp pull --from HOST:PORT --shipment-id ID --snapshot S POOL/IMAGE
 
 Exit codes: 0 success, 3 verification failed (damaged or altered data, wrong
 digest), 2 usage or any other error.
@@ -36,8 +37,11 @@ from lsrp import memory
 from lsrp import opts
 from lsrp import progress as progress_mod
 from lsrp.protocol import client as client_mod
+from lsrp.protocol import remote_source
 from lsrp.protocol import sender as sender_mod
+from lsrp import pull as pull_mod
 from lsrp.rbd import Cluster
+from lsrp.server import sinks as sinks_mod
 from lsrp import tls
 
 CONF = cfg.CONF
@@ -87,6 +91,11 @@ COMMAND_LIST = [
         'terminal, round after round, until they fit a threshold.',
         'lsrp catchup --shipment-id ship1 --base fedex-c1 --server '
         '10.0.0.2:15500 --server-name terminal-site-b vms/disk0 vms/disk1'),
+    cmdline.Command(
+        'pull', 'Copy an image at a snapshot from another terminal\'s '
+        'cluster into this one, verified.',
+        'lsrp pull --from 10.0.0.1:15500 --server-name terminal-site-a '
+        '--shipment-id ship1 --snapshot fedex-base vms/disk0'),
 ]
 _BY_NAME = {c.name: c for c in COMMAND_LIST}
 
@@ -243,6 +252,33 @@ def add_parsers(subparsers):
                    'and check its digest (default: [shipment] '
                    'import_readback; what is written is always checked as '
                    'it is written).')
+    cmdline.add_setting_flags(p, cmdline.CEPH_FLAGS)
+    _progress(p)
+    _add_pull(subparsers)
+
+
+def _add_pull(subparsers):
+    p = _command(subparsers, 'pull', 'Copy an image at a snapshot from the '
+                 'cluster of the terminal at --from into this site\'s '
+                 'cluster (a transfer driven by the destination). That '
+                 'terminal must allow this one to read it (lsrp authorize '
+                 '--peer THIS-TERMINAL there). The copy is written under '
+                 'the name POOL/IMAGE.importing-SHIPMENT, read back, checked '
+                 'against the digest the source sends, then renamed; run '
+                 'again after a failure, it starts over.')
+    p.add_argument('image', metavar='POOL/IMAGE',
+                   help='The image at the other terminal.')
+    p.add_argument('--from', dest='from_address', required=True,
+                   metavar='HOST:PORT', help='The lsrp-server of the '
+                   'terminal whose cluster holds the image.')
+    p.add_argument('--shipment-id', required=True, help='The shipment '
+                   'whose access list at that terminal names the image.')
+    p.add_argument('--snapshot', required=True,
+                   help='The snapshot of the image to copy.')
+    p.add_argument('--to', metavar='POOL/IMAGE', help='The name of the '
+                   'copy here (default: the same as there); it must not '
+                   'exist.')
+    _peer(p)
     cmdline.add_setting_flags(p, cmdline.CEPH_FLAGS)
     _progress(p)
 
@@ -442,6 +478,43 @@ def do_import(args):
            'imported at %s: %s' % (CONF.ceph.site_name, ', '.join(images)))
 
 
+def do_pull(args):
+    connect = _terminal(args.from_address, args)
+    target = args.to or args.image
+    progress = _progress_for(args)
+    with _cluster(args) as cluster:
+        pool_name, name = target.split('/', 1)
+        with cluster.pool(pool_name) as pool:
+            if pool.image_exists(name):
+                # Never overwritten: a copy here is someone's data.
+                raise exception.ImageExists(site=cluster.site, target=target)
+        source = remote_source.RemoteSource(connect, args.image,
+                                            args.shipment_id, args.snapshot)
+        try:
+            sink = sinks_mod.RbdImageSink(cluster, target, args.shipment_id)
+            try:
+                progress.start('pull %s' % target, source.size())
+                done = [0]
+
+                def report(offset, size):
+                    progress.advance(offset - done[0])
+                    done[0] = offset
+                digest = pull_mod.pull(source, sink, args.snapshot, report)
+                progress.finish()
+            finally:
+                sink.close()
+        finally:
+            source.close()
+    _print(args, {'event': 'pulled', 'image': target,
+                  'snapshot': args.snapshot, 'blake3': digest,
+                  'source': '%s at %s' % (args.server_name,
+                                          args.from_address),
+                  'site': CONF.ceph.site_name},
+           'pulled %s@%s from %s at %s into %s at %s (blake3 %s)' % (
+               args.image, args.snapshot, args.server_name,
+               args.from_address, target, CONF.ceph.site_name, digest))
+
+
 def do_catchup(args):
     connect = _terminal(args.server_address, args)
 
@@ -478,7 +551,7 @@ def do_catchup(args):
 COMMANDS = {'export': do_export, 'consolidate': do_consolidate,
             'seal': do_seal, 'verify': do_verify, 'show': do_show,
             'authorize': do_authorize, 'import': do_import,
-            'catchup': do_catchup}
+            'catchup': do_catchup, 'pull': do_pull}
 
 
 def main(argv=None):

@@ -10,10 +10,10 @@ Implementations (``IMPLEMENTATIONS``, checked by
 * ``rbd``: ``lsrp.rbd.image.Image`` opened at a snapshot: an RBD snapshot,
   or with ``from_snapshot`` the delta between two (``rbd diff``);
 * ``devices``: ``lsrp.device.source.DeviceSetImage``, one snapshot of an
-  image on a device set (what ``lsrp import --remote`` sends).
-
-The remote terminal is a source only as the far end of the protocol: its
-lsrp-server applies the frames it receives to a sink (``lsrp.sink``).
+  image on a device set (what ``lsrp import --remote`` sends);
+* ``terminal``: ``lsrp.protocol.remote_source.RemoteSource``, an image of
+  another terminal's cluster, read over LSRP (READ_* requests, served by
+  ``lsrp.server.reads`` to the peers the shipment's access list allows).
 """
 
 import abc
@@ -21,6 +21,7 @@ import abc
 IMPLEMENTATIONS = {
     'rbd': 'lsrp.rbd.image.Image',
     'devices': 'lsrp.device.source.DeviceSetImage',
+    'terminal': 'lsrp.protocol.remote_source.RemoteSource',
 }
 
 

@@ -23,6 +23,7 @@ class Connection(object):
         self._ready = []
         self._seq = itertools.count(1)
         self._waiting = {}
+        self._types = {}    # seq -> type of the request awaiting an answer
         self._receiver = None
 
     async def recv(self):
@@ -69,23 +70,41 @@ class Connection(object):
         self._receiver = asyncio.ensure_future(self._receive_loop())
 
     async def _receive_loop(self):
+        refusal = None
         try:
             while True:
                 frame = await self.recv()
+                self._types.pop(frame.seq, None)
                 future = self._waiting.pop(frame.seq, None)
                 if future is not None and not future.done():
                     future.set_result(frame)
+                elif frame.type == messages.ERROR:
+                    # An error that answers no request: the peer refused
+                    # the stream (a request type it does not know, from a
+                    # newer release) and closes the connection.
+                    refusal = frame
         except Exception as e:
-            for future in self._waiting.values():
+            for seq, future in self._waiting.items():
                 if not future.done():
-                    future.set_exception(e)
+                    future.set_exception(e if refusal is None else
+                                         self._refused(refusal, seq, e))
             self._waiting.clear()
+            self._types.clear()
+
+    def _refused(self, refusal, seq, cause):
+        type_ = self._types.get(seq)
+        error = exception.RemoteError(
+            peer=self.peer, request=messages.NAMES.get(type_, 'a request'),
+            code=refusal.body['code'], reason=refusal.body['message'])
+        error.__cause__ = cause
+        return error
 
     async def submit(self, type_, body, session=0):
         """Send a request; returns a future of its response frame."""
         seq = next(self._seq)
         future = asyncio.get_running_loop().create_future()
         self._waiting[seq] = future
+        self._types[seq] = type_
         await self.send(frames.Frame(type_, body, session=session, seq=seq))
         return future
 

@@ -55,6 +55,9 @@ FIELDS = {
     # a BLAKE3 digest in hex, the snapshots each disk has.
     'base_id': _str, 'snapshot_id': _str, 'base_digest': _str,
     'snapshots': _list_of(_list_of(_str)),
+    # Reads (a terminal as a source): the digest wanted at the end of a
+    # stream, and the algorithm of READ_DIGEST ('blake3', 'sha256').
+    'with_digest': _bool, 'algorithm': _str,
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -100,6 +103,20 @@ _MESSAGES = {
     # Ours: a range that reads as zeros, sent as metadata only (the thesis'
     # "skip all-zero blocks").
     0x0C: ('REPLICATION_ZERO', 'D6z', ('offset', 'length'), ('acked',)),
+    # Ours: reads, a terminal as a *source* (``lsrp.server.reads``,
+    # ``lsrp.protocol.remote_source``). READ_OPEN answers a read id, which
+    # the other reads carry as their session; READ_CHANGES starts a stream
+    # (a delta with ``from_snapshot``, resumed at ``offset``); each
+    # READ_NEXT answers its next piece (no ``data``: zeros), the last one
+    # ``last`` and, when asked, the image digest.
+    0x0D: ('READ_OPEN', 'R1', ('disk', 'shipment', 'snapshot'),
+           ('session', 'size', 'object_size?', 'features?')),
+    0x0E: ('READ_CHANGES', 'R2', ('from_snapshot?', 'offset',
+                                  'with_digest?'), ('offset',)),
+    0x0F: ('READ_NEXT', 'R3', (),
+           ('offset', 'length', 'data?', 'digest?', 'last?',
+            'image_digest?')),
+    0x10: ('READ_DIGEST', 'R4', ('algorithm',), ('image_digest',)),
     0x21: ('CTL_GET_SERVER_STATE', 'C1', (), ('state', 'disks')),
     0x22: ('CTL_REPLICATION_START', 'C2', ('group', 'disks'), ()),
     0x23: ('CTL_TRANSFER_CONFIG_FILE', 'C3', ('name',), ()),

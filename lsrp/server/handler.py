@@ -7,6 +7,7 @@ sessions opened, attached to, taken over and released; the server
 
 import asyncio
 import collections
+import itertools
 import os
 import threading
 
@@ -21,6 +22,7 @@ from lsrp.protocol import frames
 from lsrp.protocol import messages as m
 from lsrp.protocol import sessions as sessions_mod
 from lsrp.server import names
+from lsrp.server import reads as reads_mod
 from lsrp.server import session as session_mod
 from lsrp.server import sinks
 from lsrp import sink as sink_mod
@@ -38,6 +40,7 @@ _WRITES = _DATA + (m.REPLICATION_ZERO,)
 _CONCURRENT = _WRITES + (m.REPLICATION_CHECKSUM,)
 _START = (m.REPLICATION_START, m.DELTA_CONSOLIDATION_START)
 _COMPLETE = (m.REPLICATION_COMPLETE, m.DELTA_CONSOLIDATION_COMPLETE)
+_READS = (m.READ_OPEN, m.READ_CHANGES, m.READ_NEXT, m.READ_DIGEST)
 # A round in these states has changed the image and has no snapshot N yet.
 _UNDER_WAY = (sessions_mod.REPLICATING, sessions_mod.PREPARED)
 
@@ -60,6 +63,9 @@ class PeerHandler(object):
         self._pending = set()
         self._slots = asyncio.Semaphore(PIPELINE)
         self._order = collections.deque()   # [session, end, done]
+        # Reads of this connection (a terminal as a source): id -> ImageRead.
+        self.reads = {}
+        self._read_ids = itertools.count(1)
 
     async def run(self):
         try:
@@ -222,6 +228,8 @@ class PeerHandler(object):
                 self.server.sessions.move(disk, frame.session,
                                           sessions_mod.COMPLETE)
             await self.conn.respond(frame, {'offset': offset})
+        elif frame.type in _READS:
+            await self._read(frame)
         elif frame.type == m.CTL_GROUP_PREPARE_AND_COMMIT:
             await self._group(frame)
         elif frame.type in _WRITES:
@@ -316,6 +324,45 @@ class PeerHandler(object):
         if snapshot:
             body['snapshot'] = snapshot
         await self.conn.respond(frame, body)
+
+    async def _read(self, frame):
+        """READ_*: this terminal as a source (``lsrp.server.reads``)."""
+        body = frame.body
+        if frame.type == m.READ_OPEN:
+            disk, shipment = body['disk'], body['shipment']
+            entry = access.check(self.server.state_dir, shipment, disk,
+                                 self.peer, verb='read')
+            if entry.get('sink') == 'devices' or self.server.cluster is None:
+                raise exception.ProtocolError(
+                    code='NOT_ALLOWED', reason='%s of shipment %s is not an '
+                    'image of this terminal\'s cluster: nothing to read' % (
+                        disk, shipment))
+            read = await self._in_thread(reads_mod.ImageRead,
+                                         self.server.cluster, disk,
+                                         body['snapshot'])
+            read_id = next(self._read_ids)
+            self.reads[read_id] = read
+            LOG.info('%s: reads %s@%s of shipment %s (read %d)', self.label,
+                     disk, body['snapshot'], shipment, read_id)
+            answer = await self._in_thread(read.describe)
+            answer['session'] = read_id
+            await self.conn.respond(frame, answer)
+            return
+        read = self.reads.get(frame.session)
+        if read is None:
+            raise exception.ProtocolError(
+                code='BAD_STATE', reason='%s: no read %d open on this '
+                'connection' % (frame.name, frame.session))
+        if frame.type == m.READ_CHANGES:
+            answer = {'offset': await self._in_thread(
+                read.start, body.get('from_snapshot'), body['offset'],
+                body.get('with_digest', False))}
+        elif frame.type == m.READ_NEXT:
+            answer = await self._in_thread(read.next)
+        else:
+            answer = {'image_digest': await self._in_thread(
+                read.digest, body['algorithm'])}
+        await self.conn.respond(frame, answer)
 
     async def _group(self, frame):
         """C4: a group's round becomes visible on all its disks at once."""
@@ -454,6 +501,9 @@ class PeerHandler(object):
             await self._settle()
             for session in list(self.sessions):
                 await self._release(session)
+            reads, self.reads = self.reads, {}
+            for read in reads.values():
+                await self._in_thread(read.close)
         finally:
             self.sessions = set()
             await self.conn.close()

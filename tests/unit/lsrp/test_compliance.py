@@ -216,8 +216,43 @@ class SourceContract(object):
     """What every source promises (``lsrp.source.Source``).
 
     A test case provides ``make_sources(contents)``: the sources of one
-    image at s1 and at s2 (s2 made from s1 by ``contents.s2_pieces``).
+    image at s1 and at s2 (s2 made from s1 by ``contents.s2_pieces``), and
+    may provide ``rbd_export_sha256(snapshot)``: ``rbd export | sha256sum``
+    of the image the sources read.
     """
+
+    def rbd_export_sha256(self, snapshot):
+        return None
+
+    def test_source_sha256_is_rbd_export(self):
+        c = Contents()
+        s1, s2 = self.make_sources(c)
+        for src, content, snap in ((s1, c.s1, 's1'), (s2, c.s2, 's2')):
+            self.assertEqual(sha256(content), src.digest('sha256'))
+            cli = self.rbd_export_sha256(snap)
+            if cli is not None:
+                self.assertEqual(cli, src.digest('sha256'))
+
+    def test_source_close_twice(self):
+        # Closed by its user and again by a cleanup (or a ``with``): the
+        # second close must not fail (nor hide what ended the first).
+        s1, s2 = self.make_sources(Contents())
+        list(s2.changes('s1'))
+        for src in (s1, s2):
+            src.close()
+            src.close()
+
+    def test_source_delta_resumed(self):
+        c = Contents()
+        _, s2 = self.make_sources(c)
+        # Resumed past the first change: applied over a copy that has that
+        # change already, the rest makes s2.
+        first = next(iter(s2.changes('s1')))[0]
+        resume = first.offset + first.length
+        half = apply(c.s1, [(p, d) for p, d in s2.changes('s1')
+                            if p.offset + p.length <= resume])
+        self.assertEqual(bytes(c.s2), bytes(apply(half, s2.changes(
+            's1', start=resume))))
 
     def test_source_full_copy_and_digest(self):
         c = Contents()
@@ -297,6 +332,11 @@ class TestDeviceSetImage(SourceContract, DeviceSetCase):
         finally:
             sink.close()
         return self.open_source(0), self.open_source(1)
+
+    def test_source_sha256_is_rbd_export(self):
+        # A device set records the BLAKE3 digest only (sinks check that).
+        s1, _ = self.make_sources(Contents())
+        self.assertRaises(exception.ShipmentError, s1.digest, 'sha256')
 
     def test_a_base_the_devices_do_not_hold(self):
         s1, s2 = self.make_sources(Contents())

@@ -6,6 +6,7 @@ import re
 import testtools
 
 from lsrp.protocol import frames
+from lsrp.protocol import messages
 
 PAGE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
                     'doc', 'source', 'protocol.rst')
@@ -29,3 +30,11 @@ class TestProtocolPage(testtools.TestCase):
             offset += int(size)
         self.assertEqual(frames.HEADER_SIZE, offset)
         self.assertEqual('body', fields[-1][2])
+
+    def test_every_message_is_in_the_table(self):
+        with open(PAGE) as f:
+            text = f.read()
+        for code, name in sorted(messages.NAMES.items()):
+            row = r'^0x%02X +%s +%s ' % (code, re.escape(
+                messages.THESIS_CODES[name]), name)
+            self.assertIsNotNone(re.search(row, text, re.M), row)
