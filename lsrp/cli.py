@@ -399,6 +399,13 @@ def do_show(args):
     except (exception.KeyMissing, exception.DevicesMissing) as e:
         out['manifest'] = 'not readable here: %s' % e
     else:
+        # Zeros after a stripe's last record: stripes written with O_DIRECT
+        # are rounded up to whole 4 KiB shards.
+        ends = {}
+        for stripe, start, length in manifest.chunks.values():
+            ends[stripe] = max(ends.get(stripe, 0), start + length)
+        out.update(stripes=len(manifest.stripes), padding_bytes=sum(
+            s[0] - ends.get(i, 0) for i, s in enumerate(manifest.stripes)))
         out.update(version=manifest.version, sealed=manifest.sealed,
                    source=manifest.data['source'],
                    chunks=len(manifest.chunks),

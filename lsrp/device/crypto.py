@@ -33,6 +33,13 @@ FLAG_LZ4 = 2
 # bytes (measured on the shipments page): at the speed of the disks the
 # export is CPU-bound, so it is the default. Both are always readable.
 COMPRESSIONS = ('lz4', 'zstd')
+# LZ4's "fast" mode skips ahead faster where it finds no match. On the 64
+# KiB chunks of a copy of /usr (one thread, 2026-11-24, loaded machine):
+# acceleration 1 kept 49 % of the bytes at 668 MiB/s, 4 kept 54 % at 899, 8
+# kept 59 % at 1118 (and decompressed at 1380 MiB/s instead of 823). The
+# export is CPU-bound and LZ4 was its largest cost (34 %), so 8. The
+# records do not depend on it: any LZ4 block decompresses the same way.
+LZ4_ACCELERATION = 8
 TAG = 16
 # cryptography >= 45 encrypts into a given buffer.
 _IN_PLACE = hasattr(AESGCM, 'encrypt_into')
@@ -110,11 +117,14 @@ class ShipmentCrypto(object):
                                  memoryview(record)[RECORD_HEADER.size:])
         return record
 
-    def open_chunk(self, digest, record):
+    def open_chunk(self, digest, record, check_digest=True):
         """Decrypt and decompress a record.
 
         Returns None if the record fails authentication or its content does
-        not match the digest.
+        not match the digest. ``check_digest=False`` leaves out hashing the
+        plaintext, for a caller that checks the whole image's digest of
+        what it writes: the AES-GCM tag, over the digest too, already proves
+        the record is the one sealed for it.
         """
         try:
             flags, length, nonce = RECORD_HEADER.unpack_from(record)
@@ -133,7 +143,8 @@ class ShipmentCrypto(object):
         except (InvalidTag, struct.error, zstandard.ZstdError,
                 lz4.block.LZ4BlockError, ValueError):
             return None
-        if len(body) != length or self.digest(body) != digest:
+        if len(body) != length or (check_digest
+                                   and self.digest(body) != digest):
             return None
         return body
 
@@ -152,4 +163,5 @@ class ShipmentCrypto(object):
 
 def _lz4(data):
     # Raw LZ4 block: the record header holds the plaintext length.
-    return lz4.block.compress(data, store_size=False)
+    return lz4.block.compress(data, mode='fast', store_size=False,
+                              acceleration=LZ4_ACCELERATION)

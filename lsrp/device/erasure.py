@@ -104,6 +104,32 @@ class StripeCoder(object):
             shards.extend(memoryview(f)[header:] for f in fragments[self.k:])
         return shards
 
+    def encode_into(self, buf, shard_length):
+        """The n shards of a stripe laid out in ``buf``, as views of it.
+
+        ``buf`` holds n shards of ``shard_length`` bytes (a multiple of
+        ``ALIGN``): the first k are the stripe's data; the parity is
+        computed into the last m. No buffer is made (the writer's are
+        page-aligned, for O_DIRECT).
+        """
+        view = memoryview(buf)
+        shards = [view[i * shard_length:(i + 1) * shard_length]
+                  for i in range(self.n)]
+        if self.code == XOR:
+            parity = _words(buf, self.k * shard_length, shard_length)
+            numpy.copyto(parity, _words(buf, 0, shard_length))
+            for i in range(1, self.k):
+                numpy.bitwise_xor(parity,
+                                  _words(buf, i * shard_length, shard_length),
+                                  out=parity)
+        elif self.code == RS:
+            fragments = self._driver.encode(bytes(view[:self.k
+                                                       * shard_length]))
+            header = len(fragments[0]) - shard_length
+            for i in range(self.k, self.n):
+                shards[i][:] = memoryview(fragments[i])[header:]
+        return shards
+
     def decode(self, shards, data_length):
         """Rebuild stripe data from a {shard index: bytes} of >= k shards."""
         if all(i in shards for i in range(self.k)):

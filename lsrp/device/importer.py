@@ -316,8 +316,12 @@ class Importer(object):
         def decode(group):
             # A worker fetches, decrypts and checks a group's chunks, while
             # others do the groups after it and librbd writes those before.
+            # When the image digest is taken of what is written, it checks
+            # the plaintexts: hashing each chunk too was a second BLAKE3
+            # pass (AES-GCM still authenticates every record).
             return b''.join(self.reader.read_many(
-                [(r[3], spec, r[1]) for r in group], parallel=False))
+                [(r[3], spec, r[1]) for r in group], parallel=False,
+                check_digest=stream is None))
 
         def groups():
             """(group, future of its data) a few groups ahead."""

@@ -33,16 +33,19 @@ class ChunkReader(object):
         # read at once (see read_many); decrypting runs outside the lock.
         self._lock = threading.RLock()
 
-    def read_many(self, wanted, parallel=True):
+    def read_many(self, wanted, parallel=True, check_digest=True):
         """Plaintexts of ``[(digest, image, offset)]``, in order.
 
         With ``parallel``, decrypting and checking them runs on the worker
-        threads; without, on the calling thread (itself a worker).
+        threads; without, on the calling thread (itself a worker). Without
+        ``check_digest`` the plaintexts are authenticated (AES-GCM) but not
+        hashed: see ``ShipmentCrypto.open_chunk``.
         """
         records = [self._record(digest) for digest, _, _ in wanted]
 
         def open_(dr):
-            return dr[1] is not None and self.crypto.open_chunk(*dr)
+            return dr[1] is not None and self.crypto.open_chunk(
+                *dr, check_digest=check_digest)
         pairs = zip((w[0] for w in wanted), records)
         opened = (self._pool.map(open_, pairs) if parallel
                   else [open_(p) for p in pairs])

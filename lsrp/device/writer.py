@@ -11,8 +11,10 @@ import collections
 import concurrent.futures
 import time
 
+from lsrp.device import deviceset as deviceset_mod
 from lsrp.device import erasure
 from lsrp.device import manifest as manifest_mod
+from lsrp import memory
 
 # Progress is made durable (fsync of the shard files, then a journal line)
 # after checkpoint_bytes or SYNC_SECONDS, whichever comes first: a crash
@@ -21,6 +23,10 @@ SYNC_SECONDS = 5.0
 # Stripes handed to the stripe thread and not yet written: bounds memory
 # when the devices are slower than the source.
 MAX_QUEUED_STRIPES = 2
+# Stripes of at least this size are padded to whole DIRECT_ALIGN shards and
+# written with O_DIRECT from reused aligned buffers; the padding of a small
+# stripe (tests) would cost more than the page-cache copy it saves.
+DIRECT_MIN_STRIPE = 1 << 20
 
 
 _ZEROS = bytes(1 << 20)
@@ -69,6 +75,9 @@ class ShipmentWriter(object):
         # Stripes are encoded and written by one thread of their own, in
         # order, while the next stripe's chunks are sealed.
         self._stripe_writer = concurrent.futures.ThreadPoolExecutor(1)
+        self._direct = self.stripe_bytes >= DIRECT_MIN_STRIPE
+        # One buffer per stripe queued, one being written, one being filled.
+        self._buffers = memory.AlignedBuffers(keep=MAX_QUEUED_STRIPES + 2)
         self._writes = []
         self._unsynced = {'stripes': [], 'chunks': {}}
         self._last_sync = time.monotonic()
@@ -248,11 +257,16 @@ class ShipmentWriter(object):
     def _write_stripe(self):
         """Hand the buffered stripe to the stripe thread."""
         stripe = len(self.manifest.stripes) + len(self._unsynced['stripes'])
-        length = self._buffered
-        # The padding is joined in too: the coder then cuts whole shards
-        # out of it without another copy.
-        data = b''.join(self._buffer + [bytes(self.coder.padding(length))])
-        shard_length = self.coder.shard_length(length)
+        if self._direct:
+            length, shard_length, job = self._aligned_stripe()
+        else:
+            length = self._buffered
+            # The padding is joined in too: the coder then cuts whole
+            # shards out of it without another copy.
+            data = b''.join(self._buffer
+                            + [bytes(self.coder.padding(length))])
+            shard_length = self.coder.shard_length(length)
+            job = (self._encode_and_write, data)
         offset = (self.manifest.shards_end()
                   + sum(s[1] for s in self._unsynced['stripes']))
         self._unsynced['stripes'].append([length, shard_length, offset])
@@ -266,12 +280,42 @@ class ShipmentWriter(object):
             concurrent.futures.wait(self._writes,
                                     return_when=concurrent.futures.FIRST_COMPLETED)
         self._writes.append(self._stripe_writer.submit(
-            self._encode_and_write, stripe, offset, data))
+            job[0], stripe, offset, *job[1:]))
         self._buffer, self._buffered = [], 0
         self._buffer_chunks = {}
 
+    def _aligned_stripe(self):
+        """The buffered records laid out in an aligned buffer of n shards.
+
+        The stripe's length is rounded up to k whole DIRECT_ALIGN shards
+        and recorded so (the zeros at its end belong to no chunk): every
+        shard file then grows by whole blocks and O_DIRECT can write it.
+        Readers of any version cut shards the same way.
+        """
+        unit = self.coder.k * deviceset_mod.DIRECT_ALIGN
+        length = -(-self._buffered // unit) * unit
+        shard_length = length // self.coder.k
+        buf = self._buffers.get(shard_length * self.coder.n)
+        view = memoryview(buf)
+        pos = 0
+        for record in self._buffer:
+            view[pos:pos + len(record)] = record
+            pos += len(record)
+        view[pos:length] = bytes(length - pos)
+        del view
+        return length, shard_length, (self._encode_into_and_write, buf,
+                                      shard_length)
+
     def _encode_and_write(self, stripe, offset, data):
         self.devset.write_stripe(stripe, offset, self.coder.encode(data))
+
+    def _encode_into_and_write(self, stripe, offset, buf, shard_length):
+        try:
+            self.devset.write_stripe(
+                stripe, offset, self.coder.encode_into(buf, shard_length),
+                direct=True)
+        finally:
+            self._buffers.put(buf)
 
     def flush(self):
         """Write what is buffered, fsync it, then journal the progress."""

@@ -592,7 +592,11 @@ class TestResume(ShipmentTestCase):
         sizes = {os.path.getsize(os.path.join(d, deviceset.SHARDS))
                  for d in devs}
         self.assertEqual({shown['shard_bytes_per_device']}, sizes)
-        self.assertEqual(shown['record_bytes'], shown['stripe_data_bytes'])
+        # Stripes are padded to whole 4 KiB shards (O_DIRECT), nothing more.
+        self.assertEqual(shown['record_bytes'] + shown['padding_bytes'],
+                         shown['stripe_data_bytes'])
+        self.assertLess(shown['padding_bytes'], shown['stripes']
+                        * shown['data_shards'] * deviceset.DIRECT_ALIGN)
 
         proc = self.import_(devs, digest, wait=False)
         self.kill_when(proc, os.path.join(self.work, 'state-b', shipment,
