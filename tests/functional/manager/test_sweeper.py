@@ -61,7 +61,10 @@ class TestSweeper(base.ManagerTestCase):
         return proc
 
     def test_late_post_or_running_job_is_not_posted_again(self):
-        specs, _ = self.vm(sizes=(4 * base.MiB,), write_rate=0)
+        for site in ('site-a', 'site-b'):
+            actions.terminal_register(self.ctx, 'term-%s' % site, site)
+        _, name = self.new_image(4 * base.MiB)
+        specs = ['vms/%s' % name]
         m = actions.migration_create(
             self.ctx, [{'server_id': 'vm-%s' % self.id_, 'volumes': specs}],
             'site-a', 'site-b', start=False)
