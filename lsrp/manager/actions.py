@@ -10,6 +10,7 @@ waits for terminals: work is posted to the conductors as jobs
 """
 
 import datetime
+import random
 import re
 import uuid
 
@@ -221,7 +222,7 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
                 _bad(field, 'site %s has no terminal; register one'
                      % site['name'])
             up = [t for t in candidates if t['health'] == 'UP']
-            term = (up or candidates)[0]
+            term = _least_busy(ctx, up or candidates)
         else:
             term = db.get(ctx, 'terminal', term)
             if term['site_id'] != site['id']:
@@ -270,6 +271,24 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
     if start:
         jobs.post(ctx, mig['id'], 'prepare')
     return db.get(ctx, 'migration', mig['id'])
+
+
+def _least_busy(ctx, terminals):
+    """The terminal with the fewest migrations under way.
+
+    Ties are broken at random: migrations created at once read the same
+    counts and would otherwise all take the first terminal (and wait for
+    its devices while the other's lie unused).
+    """
+    if len(terminals) == 1:
+        return terminals[0]
+    busy = {}
+    for m in db.list_(ctx, 'migration'):
+        if m['state'] not in states.MIGRATION_FINAL:
+            for tid in (m['source_terminal_id'], m['dest_terminal_id']):
+                busy[tid] = busy.get(tid, 0) + 1
+    return min(terminals, key=lambda t: (busy.get(t['id'], 0),
+                                         random.random()))
 
 
 def migrations_create(ctx, requests, one_shipment=False):

@@ -43,6 +43,16 @@ class Superseded(exception.ManagerError):
                ' superseded (%(reason)s)')
 
 
+class Parked(Superseded):
+    """The phase waits for the outside world without holding a conductor.
+
+    Its job ends (nothing failed); the migration keeps its state with no
+    job, and a conductor's sweeper posts the phase again.
+    """
+    message = ('migration %(id)s: phase %(phase)s parked: %(reason)s; '
+               'a sweep posts it again')
+
+
 def _ctx():
     return context_mod.admin('conductor')
 
@@ -568,12 +578,9 @@ class Pack(Prepare):
                 sort_key='slot', sort_dir='asc')
             if len(blank) >= want:
                 break
-            db.add_event(ctx, 'migration', m['id'], 'error',
-                         'waiting for %d blank devices at %s (%d there)'
-                         % (want, term['name'], len(blank)),
-                         migration_id=m['id'])
-            time.sleep(max(5, CONF.conductor.op_poll_interval))
-            guard(ctx, m['id'], generation, self.phase, self.allowed)
+            self._park(ctx, m, generation, 'waiting for %d blank devices '
+                       'at %s (%d there)' % (want, term['name'],
+                                             len(blank)))
         n = 1 + len(db.list_(ctx, 'shipment',
                              {'source_terminal_id': m['source_terminal_id']}))
         name = 'fedex-%s-%d' % (short(m['id']), n)
@@ -615,7 +622,6 @@ class Pack(Prepare):
         """
         want = max(2, s['parity'] + 2)
         term = _terminal(ctx, m['source_terminal_id'])
-        announced = False
         while True:
             have = db.devices_of(ctx, s['id'])
             for d in db.list_(ctx, 'device', {
@@ -639,13 +645,22 @@ class Pack(Prepare):
                               % (s['name'], want))
                 db.transition(ctx, 'device', d['id'], 'reuse', values={
                     'shipment_id': None, 'index_in_set': None})
-            if not announced:
-                db.add_event(ctx, 'migration', m['id'], 'error',
-                             'waiting for %d blank devices at %s'
-                             % (want, term['name']), migration_id=m['id'])
-                announced = True
-            time.sleep(max(5, CONF.conductor.op_poll_interval))
-            guard(ctx, m['id'], generation, self.phase, self.allowed)
+            self._park(ctx, m, generation, 'waiting for %d blank devices '
+                       'at %s' % (want, term['name']))
+
+    def _park(self, ctx, m, generation, why):
+        """End the job: a worker waiting for devices starves the others.
+
+        (Each conductor runs [conductor] max_jobs phases at once: phases
+        sleeping here once held them all while delivered shipments waited
+        for a worker to import them.)
+        """
+        said = db.events(ctx, {'migration_id': m['id'], 'kind': 'error'})
+        if not said or said[-1]['message'] != why:
+            db.add_event(ctx, 'migration', m['id'], 'error', why,
+                         migration_id=m['id'])
+        raise Parked(id=m['id'], phase=self.phase, generation=generation,
+                     reason=why)
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
         if not isinstance(result, list):
