@@ -685,7 +685,7 @@ def device_show(ctx, device):
 
 
 CARRIER_EVENTS = ('hand_over', 'depart', 'scan', 'deliver', 'lose',
-                  'damage')
+                  'damage', 'return')
 
 
 def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
@@ -702,6 +702,14 @@ def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
             event, ', '.join(CARRIER_EVENTS)))
     s = db.get(ctx, 'shipment', shipment)
     when = db.utcfromiso(occurred_at) if occurred_at else None
+    if event == 'return':
+        from lsrp.manager import custody
+        need = [m['id'] for m in custody.migrations_of(ctx, s['id'])
+                if m['state'] not in states.MIGRATION_FINAL]
+        if need:
+            _bad('event', 'return: shipment %s carries migration(s) %s, '
+                 'not aborted; only an aborted migration\'s devices go back '
+                 'to the sender' % (s['name'], ', '.join(need)))
     missing = sorted(set(devices_missing or []))
     if event == 'deliver' and len(missing) > s['parity']:
         # More devices missing than parity covers: the data did not come.

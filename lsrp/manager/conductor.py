@@ -414,10 +414,12 @@ class Sweeper(object):
                 states.S_IN_TRANSIT]}):
             courier = couriers.get(s['carrier'])
             for ev in courier.poll(ctx, s):
-                if ev['event'] == 'deliver' and hasattr(courier,
-                                                        'deliver_devices'):
+                if ev['event'] in ('deliver', 'return') and hasattr(
+                        courier, 'deliver_devices'):
+                    # Back to the sender: at the source terminal.
                     courier.deliver_devices(ctx, s, db.get(
-                        ctx, 'terminal', s['dest_terminal_id']))
+                        ctx, 'terminal', s['dest_terminal_id' if ev[
+                            'event'] == 'deliver' else 'source_terminal_id']))
                 try:
                     actions.carrier_event(
                         ctx, s['id'], ev['event'], seq=ev['seq'],

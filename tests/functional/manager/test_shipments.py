@@ -181,6 +181,36 @@ class TestShipments(base.ManagerTestCase):
             self.assertEqual([], os.listdir(d['path']))
         self.assert_no_snapshots_of_ours(specs)
 
+    def test_abort_in_transit_devices_returned_to_the_source(self):
+        """Aborted on the road and sent back: wiped at the source, BLANK."""
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=3)
+        specs, writer = self.vm((32 * MiB,))
+        m = self.migrate(specs)
+        s = self.wait_shipment(m)
+        self.courier_plan(s, {'fate': 'return', 'timetable': {
+            'hand_over': 0, 'depart': 1, 'deliver': 25}})
+        self.wait_state(m, states.IN_TRANSIT)
+        actions.migration_abort(self.ctx, m['id'], 'test')
+        self.wait_state(m, states.ABORTED, timeout=120)
+        self.key_destroyed(s)
+        self.dep.wait(lambda: actions.shipment_show(
+            self.ctx, s['id'])['state'] == 'ERASED', 120,
+            'the shipment ERASED after its return to the sender')
+        a = db.get(self.ctx, 'terminal', m['source_terminal_id'])
+        devices = actions.device_list(self.ctx)
+        self.assertEqual(3, len(devices))
+        for d in devices:
+            self.assertEqual('BLANK', d['state'])
+            self.assertEqual(a['id'], d['terminal_id'])
+            self.assertEqual([], os.listdir(d['path']))
+        said = [e['message'] for e in actions.events_query(
+            self.ctx, limit=1000)]
+        self.assertIn('carrier: return', ' '.join(said))
+        self.assertTrue(any('wiped at %s' % a['name'] in x for x in said),
+                        said)
+        self.assert_no_snapshots_of_ours(specs)
+
     def test_lost_shipment_seeded_over_the_wan(self):
         """LOST (two devices): seed over the WAN, catch up, exact."""
         self.dep.start_conductor('conductor-1')
