@@ -107,10 +107,12 @@ class Poster(object):
         """
         lock = self.zk.Lock(lock_path('post', migration_id, self.conf),
                             self.conf.conductor.name or socket.gethostname())
-        if not lock.acquire(timeout=3 * self.conf.jobboard.session_timeout):
+        wait = 3 * self.conf.jobboard.session_timeout
+        if not lock.acquire(timeout=wait):
             raise exception.ManagerError(
-                'migration %s: another process is posting its phase'
-                % migration_id)
+                reason='migration %s: its post lock was not free within '
+                '%.0f s (another process posting, or ZooKeeper slow)'
+                % (migration_id, wait))
         try:
             yield
         finally:
