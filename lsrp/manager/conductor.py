@@ -29,6 +29,7 @@ import threading
 import time
 
 from kazoo import client as kazoo_client
+from kazoo import exceptions as kazoo_exceptions
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_service import backend as service_backend
@@ -108,7 +109,7 @@ class Poster(object):
         lock = self.zk.Lock(lock_path('post', migration_id, self.conf),
                             self.conf.conductor.name or socket.gethostname())
         wait = 3 * self.conf.jobboard.session_timeout
-        if not lock.acquire(timeout=wait):
+        if not _acquire(lock, wait):
             raise exception.ManagerError(
                 reason='migration %s: its post lock was not free within '
                 '%.0f s (another process posting, or ZooKeeper slow)'
@@ -133,6 +134,14 @@ class Poster(object):
             'generation': generation})
         LOG.info('posted %s as job %s', name, job.uuid)
         return job.uuid
+
+
+def _acquire(lock, timeout):
+    """kazoo's Lock.acquire, False (not LockTimeout) when not free in time."""
+    try:
+        return lock.acquire(timeout=timeout)
+    except kazoo_exceptions.LockTimeout:
+        return False
 
 
 def lock_path(kind, migration_id, conf=CONF):
@@ -453,7 +462,7 @@ class OneRunConductor(impl_nonblocking.NonBlockingConductor):
             return super()._dispatch_job(job)
         lock = self._zk.Lock(lock_path('run', mid, self._conf), self._name)
         waited = False
-        while not lock.acquire(timeout=5):
+        while not _acquire(lock, 5):
             if not waited:
                 waited = True
                 LOG.info('job %s waits for the other job of migration %s '

@@ -8,8 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import types
 
+import fixtures
 from oslo_config import cfg
 
 from lsrp.manager import actions
@@ -60,14 +63,41 @@ class TestSweeper(base.ManagerTestCase):
         self.assertEqual('held', proc.stdout.readline().strip())
         return proc
 
-    def test_late_post_or_running_job_is_not_posted_again(self):
+    def new_migration(self):
         for site in ('site-a', 'site-b'):
             actions.terminal_register(self.ctx, 'term-%s' % site, site)
         _, name = self.new_image(4 * base.MiB)
-        specs = ['vms/%s' % name]
-        m = actions.migration_create(
-            self.ctx, [{'server_id': 'vm-%s' % self.id_, 'volumes': specs}],
+        return actions.migration_create(
+            self.ctx, [{'server_id': 'vm-%s' % self.id_,
+                        'volumes': ['vms/%s' % name]}],
             'site-a', 'site-b', start=False)
+
+    def test_second_job_of_a_migration_waits_for_the_first(self):
+        """A conductor runs a job only when no other job of it runs."""
+        m = self.new_migration()
+        proc = self.hold('run', m)      # the first job, on a conductor
+        ran = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'taskflow.conductors.backends.impl_executor.ExecutorConductor.'
+            '_dispatch_job', lambda self_, job: ran.append('ran') or True))
+        c = conductor.OneRunConductor(
+            self.zk, CONF, 'conductor-t', self.board, engine='serial',
+            max_simultaneous_jobs=1, wait_timeout=0.2)
+        job = types.SimpleNamespace(name='prepare-%s-2' % m['id'],
+                                    details={'migration_id': m['id']})
+        t = threading.Thread(target=lambda: ran.append(c._dispatch_job(job)))
+        t.start()
+        time.sleep(8)       # more than one of its 5 s waits for the lock
+        self.assertEqual([], ran)
+        # Its conductor killed: the session ends, the second job runs.
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        t.join(3 * CONF.jobboard.session_timeout + 20)
+        self.assertEqual(['ran', True], ran)
+        self.assertEqual([], conductor.busy(self.zk, m['id']))
+
+    def test_late_post_or_running_job_is_not_posted_again(self):
+        m = self.new_migration()
         self.assertEqual(states.REQUESTED, m['state'])
         time.sleep(1.5)   # older than the grace: only ZooKeeper decides
         for kind in ('post', 'run'):
