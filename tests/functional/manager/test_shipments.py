@@ -110,8 +110,12 @@ class TestShipments(base.ManagerTestCase):
             self.request(specs, 'vm%d-%s' % (i, self.id_))
             for i, (specs, _) in enumerate(vms)], one_shipment=True)
         lead, gone, other = made
-        self.wait_op(lead, 'export', timeout=180)
+        # The group's export has begun (running, or even done): abort one.
+        self.dep.wait(lambda: db.list_(self.ctx, 'operation', {
+            'migration_id': lead['id'], 'kind': 'export'}), 180,
+            'the group\'s export', interval=0.1)
         actions.migration_abort(self.ctx, gone['id'], 'test')
+        self.assertNotEqual(states.SEALED, self.state(lead))
         self.wait_state(gone, states.ABORTED, timeout=180)
         for m in (lead, other):
             self.wait_state(m, states.READY_FOR_CUTOVER, timeout=400)
@@ -122,8 +126,7 @@ class TestShipments(base.ManagerTestCase):
             self.assertEqual('IMPORTED', s['state'])
             self.assertEqual(sorted([lead['id'], other['id']]),
                              s['migrations'])
-        said = [e['message'] for e in actions.events_query(
-            self.ctx, limit=1000)]
+        said = [e['message'] for e in db.events(self.ctx)]
         self.assertTrue(any(
             ('left out of shipment' in x or 'dropped' in x) and
             vms[1][0][0] in x for x in said), said)
@@ -204,8 +207,7 @@ class TestShipments(base.ManagerTestCase):
             self.assertEqual('BLANK', d['state'])
             self.assertEqual(a['id'], d['terminal_id'])
             self.assertEqual([], os.listdir(d['path']))
-        said = [e['message'] for e in actions.events_query(
-            self.ctx, limit=1000)]
+        said = [e['message'] for e in db.events(self.ctx)]
         self.assertIn('carrier: return', ' '.join(said))
         self.assertTrue(any('wiped at %s' % a['name'] in x for x in said),
                         said)
