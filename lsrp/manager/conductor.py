@@ -438,6 +438,11 @@ class Sweeper(object):
                         devices_missing=ev.get('devices_missing'))
                 except exception.InvalidTransition as e:
                     LOG.warning('%s', e)
+                except exception.InvalidInput as e:
+                    # Not yet (a return before the abort ended): the
+                    # courier's event is sent again at the next sweep.
+                    LOG.warning('%s', e)
+                    break
                 if hasattr(courier, 'sent'):
                     courier.sent(s, ev['seq'])
 
