@@ -117,7 +117,7 @@ class Poster(object):
         try:
             yield
         finally:
-            lock.release()
+            _release(lock, migration_id)
 
     def __call__(self, migration_id, phase, generation):
         name = '%s-%s-%d' % (phase, migration_id, generation)
@@ -142,6 +142,14 @@ def _acquire(lock, timeout):
         return lock.acquire(timeout=timeout)
     except kazoo_exceptions.LockTimeout:
         return False
+
+
+def _release(lock, migration_id):
+    try:
+        lock.release()
+    except Exception as e:  # noqa: a lost session let it go already
+        LOG.warning('lock %s of migration %s: %s', lock.path, migration_id,
+                    e)
 
 
 def lock_path(kind, migration_id, conf=CONF):
@@ -478,10 +486,7 @@ class OneRunConductor(impl_nonblocking.NonBlockingConductor):
         try:
             return super()._dispatch_job(job)
         finally:
-            try:
-                lock.release()
-            except Exception as e:  # noqa: a lost session let it go already
-                LOG.warning('run lock of migration %s: %s', mid, e)
+            _release(lock, mid)
 
 
 def busy(zk, migration_id, kinds=('post', 'run'), conf=CONF):
