@@ -1540,6 +1540,11 @@ class StopOperations(Abort):
                                 error='cancelled by abort')
 
 
+# Seconds an aborted member of a shipment group waits for the group's
+# export of its images before removing its snapshots all the same.
+GROUP_READS_PATIENCE = 900
+
+
 class CleanUpAbort(Abort):
     """Devices erased, keys destroyed, snapshots removed; VM untouched."""
 
@@ -1551,7 +1556,10 @@ class CleanUpAbort(Abort):
         """
         sids = {v['shipment_id'] for v in m['volumes'] if v['shipment_id']}
         announced = False
-        while True:
+        # Not for ever: an export whose terminal died stays RUNNING in the
+        # database until its leader looks again.
+        deadline = time.monotonic() + GROUP_READS_PATIENCE
+        while time.monotonic() < deadline:
             busy = []
             for sid in sids:
                 s = db.get(ctx, 'shipment', sid)
