@@ -9,6 +9,7 @@ waits for terminals: work is posted to the conductors as jobs
 (:mod:`lsrp.manager.jobs`).
 """
 
+import contextlib
 import datetime
 import random
 import re
@@ -188,7 +189,8 @@ CINDER_IMAGE = 'volumes/volume-%s'
 def migration_create(ctx, servers, source_site, dest_site, name=None,
                      source_host=None, dest_host=None, options=None,
                      source_terminal=None, dest_terminal=None,
-                     pool_map=None, start=True, volumes=None):
+                     pool_map=None, start=True, volumes=None,
+                     _held=None):
     """Request the move of ``servers`` (a wave) to ``dest_site``.
 
     ``servers``: [{"server_id": ..., "name": ..., "volumes": [
@@ -267,9 +269,18 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
                   source_terminal_id=terms['source_terminal']['id'],
                   dest_terminal_id=terms['dest_terminal']['id'],
                   bytes_total=sum(v['size_bytes'] for v in volume_rows))
-    mig = db.migration_create(ctx, values, server_rows, volume_rows)
-    if start:
-        jobs.post(ctx, mig['id'], 'prepare')
+    if _held is not None:
+        # migrations_create holds the post lock (the id is its).
+        values['id'], held = _held
+        mig = db.migration_create(ctx, values, server_rows, volume_rows)
+    else:
+        # The row's id is known before the row: its post lock is held
+        # from before it exists until its phase is posted.
+        values['id'] = str(uuid.uuid4())
+        with jobs.holding(values['id']) as held:
+            mig = db.migration_create(ctx, values, server_rows, volume_rows)
+            if start:
+                jobs.post(ctx, mig['id'], 'prepare', held=held)
     return db.get(ctx, 'migration', mig['id'])
 
 
@@ -317,13 +328,21 @@ def migrations_create(ctx, requests, one_shipment=False):
         except exception.InvalidInput as e:
             raise exception.InvalidInput(field='migrations[%d].%s' % (
                 i, e.kwargs.get('field')), reason=e.kwargs.get('reason'))
-    made = [migration_create(ctx, **r) for r in requests]
     if not one_shipment:
-        return made
-    # All exist before the first is packed: none is left behind.
-    for m in made:
-        jobs.post(ctx, m['id'], 'prepare')
-    return [db.get(ctx, 'migration', m['id']) for m in made]
+        return [migration_create(ctx, **r) for r in requests]
+    # All exist before the first is packed: none is left behind (their
+    # post locks are held until all are posted, so no sweeper posts one
+    # early).
+    with contextlib.ExitStack() as stack:
+        made = []
+        for r in requests:
+            mid = str(uuid.uuid4())
+            held = stack.enter_context(jobs.holding(mid))
+            made.append((migration_create(ctx, _held=(mid, held), **r),
+                         held))
+        for m, held in made:
+            jobs.post(ctx, m['id'], 'prepare', held=held)
+    return [db.get(ctx, 'migration', m['id']) for m, _ in made]
 
 
 def _dry_check(ctx, r):

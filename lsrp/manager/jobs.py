@@ -44,7 +44,29 @@ def set_poster(poster):
         _poster = poster
 
 
-def post(ctx, migration_id, phase, only_if=None):
+@contextlib.contextmanager
+def holding(migration_id):
+    """The migration's post lock, held by its creator (yields True).
+
+    A migration created and posted under it is never posted by a sweeper
+    that sees the new row before its creator's post. Yields False when
+    there is no such lock (no poster, or ZooKeeper unreachable: the
+    creator's post then fails and a sweeper posts the phase).
+    """
+    poster = _poster
+    with contextlib.ExitStack() as stack:
+        held = False
+        if poster is not None and hasattr(poster, 'hold'):
+            try:
+                stack.enter_context(poster.hold(migration_id))
+                held = True
+            except Exception as e:  # noqa: ZooKeeper unreachable
+                LOG.warning('migration %s: no post lock: %s', migration_id,
+                            e)
+        yield held
+
+
+def post(ctx, migration_id, phase, only_if=None, held=False):
     """Post ``phase`` of a migration and bump its generation.
 
     Stale jobs of an older generation find it changed and end without
@@ -53,11 +75,12 @@ def post(ctx, migration_id, phase, only_if=None):
     post, so a sweeper never takes a post in flight for a lost one.
     ``only_if(migration row)``, called under that hold, lets the sweeper
     check again that the phase still has no job; False posts nothing.
+    ``held``: the caller holds it already (:func:`holding`).
     """
     poster = _poster
     with contextlib.ExitStack() as stack:
         error = None
-        if poster is not None and hasattr(poster, 'hold'):
+        if poster is not None and hasattr(poster, 'hold') and not held:
             try:
                 stack.enter_context(poster.hold(migration_id))
             except Exception as e:  # noqa: ZooKeeper unreachable
