@@ -9,7 +9,9 @@ waits for terminals: work is posted to the conductors as jobs
 (:mod:`lsrp.manager.jobs`).
 """
 
+import contextlib
 import datetime
+import random
 import re
 import uuid
 
@@ -187,7 +189,8 @@ CINDER_IMAGE = 'volumes/volume-%s'
 def migration_create(ctx, servers, source_site, dest_site, name=None,
                      source_host=None, dest_host=None, options=None,
                      source_terminal=None, dest_terminal=None,
-                     pool_map=None, start=True, volumes=None):
+                     pool_map=None, start=True, volumes=None,
+                     _held=None):
     """Request the move of ``servers`` (a wave) to ``dest_site``.
 
     ``servers``: [{"server_id": ..., "name": ..., "volumes": [
@@ -221,7 +224,7 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
                 _bad(field, 'site %s has no terminal; register one'
                      % site['name'])
             up = [t for t in candidates if t['health'] == 'UP']
-            term = (up or candidates)[0]
+            term = _least_busy(ctx, up or candidates)
         else:
             term = db.get(ctx, 'terminal', term)
             if term['site_id'] != site['id']:
@@ -266,10 +269,37 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
                   source_terminal_id=terms['source_terminal']['id'],
                   dest_terminal_id=terms['dest_terminal']['id'],
                   bytes_total=sum(v['size_bytes'] for v in volume_rows))
-    mig = db.migration_create(ctx, values, server_rows, volume_rows)
-    if start:
-        jobs.post(ctx, mig['id'], 'prepare')
+    if _held is not None:
+        # migrations_create holds the post lock (the id is its).
+        values['id'], held = _held
+        mig = db.migration_create(ctx, values, server_rows, volume_rows)
+    else:
+        # The row's id is known before the row: its post lock is held
+        # from before it exists until its phase is posted.
+        values['id'] = str(uuid.uuid4())
+        with jobs.holding(values['id']) as held:
+            mig = db.migration_create(ctx, values, server_rows, volume_rows)
+            if start:
+                jobs.post(ctx, mig['id'], 'prepare', held=held)
     return db.get(ctx, 'migration', mig['id'])
+
+
+def _least_busy(ctx, terminals):
+    """The terminal with the fewest migrations under way.
+
+    Ties are broken at random: migrations created at once read the same
+    counts and would otherwise all take the first terminal (and wait for
+    its devices while the other's lie unused).
+    """
+    if len(terminals) == 1:
+        return terminals[0]
+    busy = {}
+    for m in db.list_(ctx, 'migration'):
+        if m['state'] not in states.MIGRATION_FINAL:
+            for tid in (m['source_terminal_id'], m['dest_terminal_id']):
+                busy[tid] = busy.get(tid, 0) + 1
+    return min(terminals, key=lambda t: (busy.get(t['id'], 0),
+                                         random.random()))
 
 
 def migrations_create(ctx, requests, one_shipment=False):
@@ -298,13 +328,21 @@ def migrations_create(ctx, requests, one_shipment=False):
         except exception.InvalidInput as e:
             raise exception.InvalidInput(field='migrations[%d].%s' % (
                 i, e.kwargs.get('field')), reason=e.kwargs.get('reason'))
-    made = [migration_create(ctx, **r) for r in requests]
     if not one_shipment:
-        return made
-    # All exist before the first is packed: none is left behind.
-    for m in made:
-        jobs.post(ctx, m['id'], 'prepare')
-    return [db.get(ctx, 'migration', m['id']) for m in made]
+        return [migration_create(ctx, **r) for r in requests]
+    # All exist before the first is packed: none is left behind (their
+    # post locks are held until all are posted, so no sweeper posts one
+    # early).
+    with contextlib.ExitStack() as stack:
+        made = []
+        for r in requests:
+            mid = str(uuid.uuid4())
+            held = stack.enter_context(jobs.holding(mid))
+            made.append((migration_create(ctx, _held=(mid, held), **r),
+                         held))
+        for m, held in made:
+            jobs.post(ctx, m['id'], 'prepare', held=held)
+    return [db.get(ctx, 'migration', m['id']) for m, _ in made]
 
 
 def _dry_check(ctx, r):
@@ -666,7 +704,7 @@ def device_show(ctx, device):
 
 
 CARRIER_EVENTS = ('hand_over', 'depart', 'scan', 'deliver', 'lose',
-                  'damage')
+                  'damage', 'return')
 
 
 def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
@@ -683,6 +721,14 @@ def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
             event, ', '.join(CARRIER_EVENTS)))
     s = db.get(ctx, 'shipment', shipment)
     when = db.utcfromiso(occurred_at) if occurred_at else None
+    if event == 'return':
+        from lsrp.manager import custody
+        need = [m['id'] for m in custody.migrations_of(ctx, s['id'])
+                if m['state'] not in states.MIGRATION_FINAL]
+        if need:
+            _bad('event', 'return: shipment %s carries migration(s) %s, '
+                 'not aborted; only an aborted migration\'s devices go back '
+                 'to the sender' % (s['name'], ', '.join(need)))
     missing = sorted(set(devices_missing or []))
     if event == 'deliver' and len(missing) > s['parity']:
         # More devices missing than parity covers: the data did not come.

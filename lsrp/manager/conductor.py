@@ -29,10 +29,11 @@ import threading
 import time
 
 from kazoo import client as kazoo_client
+from kazoo import exceptions as kazoo_exceptions
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_service import backend as service_backend
-from taskflow.conductors import backends as conductor_backends
+from taskflow.conductors.backends import impl_nonblocking
 from taskflow import engines
 from taskflow.jobs import backends as job_backends
 from taskflow.persistence import backends as persistence_backends
@@ -94,8 +95,29 @@ class Poster(object):
     new flow detail, and any conductor rebuilds it from there.
     """
 
-    def __init__(self, backend, board):
-        self.backend, self.board = backend, board
+    def __init__(self, backend, board, zk, conf=CONF):
+        self.backend, self.board, self.zk = backend, board, zk
+        self.conf = conf
+
+    @contextlib.contextmanager
+    def hold(self, migration_id):
+        """The migration's post lock, from the generation bump to the post.
+
+        An ephemeral znode: a poster killed while holding it lets go when
+        its ZooKeeper session ends.
+        """
+        lock = self.zk.Lock(lock_path('post', migration_id, self.conf),
+                            self.conf.conductor.name or socket.gethostname())
+        wait = 3 * self.conf.jobboard.session_timeout
+        if not _acquire(lock, wait):
+            raise exception.ManagerError(
+                reason='migration %s: its post lock was not free within '
+                '%.0f s (another process posting, or ZooKeeper slow)'
+                % (migration_id, wait))
+        try:
+            yield
+        finally:
+            _release(lock, migration_id)
 
     def __call__(self, migration_id, phase, generation):
         name = '%s-%s-%d' % (phase, migration_id, generation)
@@ -114,6 +136,27 @@ class Poster(object):
         return job.uuid
 
 
+def _acquire(lock, timeout):
+    """kazoo's Lock.acquire, False (not LockTimeout) when not free in time."""
+    try:
+        return lock.acquire(timeout=timeout)
+    except kazoo_exceptions.LockTimeout:
+        return False
+
+
+def _release(lock, migration_id):
+    try:
+        lock.release()
+    except Exception as e:  # noqa: a lost session let it go already
+        LOG.warning('lock %s of migration %s: %s', lock.path, migration_id,
+                    e)
+
+
+def lock_path(kind, migration_id, conf=CONF):
+    """The ZooKeeper lock of a migration: ``post`` or ``run``."""
+    return '%s-locks/%s-%s' % (conf.jobboard.path, kind, migration_id)
+
+
 def _uuid():
     import uuid
     return str(uuid.uuid4())
@@ -125,8 +168,18 @@ def install_poster(conf=CONF):
     fedex-api calls it too. Returns (backend, board) to close at exit.
     """
     backend = persistence(conf)
-    board = jobboard(backend, conf=conf)
-    jobs.set_poster(Poster(backend, board))
+    zk = zk_client(conf)
+    board = jobboard(backend, client=zk, conf=conf)
+    close = board.close
+
+    def close_all():
+        # The board does not stop a client it was given.
+        close()
+        zk.stop()
+        zk.close()
+
+    board.close = close_all
+    jobs.set_poster(Poster(backend, board, zk, conf))
     return backend, board
 
 
@@ -262,18 +315,17 @@ class Sweeper(object):
                 states.CUTTING_OVER]}):
             key = (m['id'], m['generation'])
             age = now - db.utcfromiso(m['updated_at'])
+            # The grace only spares a fresh state change the round trip
+            # below; whether a job is gone is ZooKeeper's to say.
             if key in live or age < grace:
                 continue
             if m['state'] in SWEPT:
-                LOG.warning('migration %s in %s has no job: posting %s',
-                            m['id'], m['state'],
-                            jobs.PHASE_OF_STATE[m['state']])
-                jobs.post(ctx, m['id'], jobs.PHASE_OF_STATE[m['state']])
+                self._repost(ctx, m, jobs.PHASE_OF_STATE[m['state']])
             elif m['state'] == states.READY_FOR_CUTOVER:
                 self._ready(ctx, m, age)
             elif m['state'] == states.CUTTING_OVER and \
                     CONF.conductor.compute_driver == 'none':
-                jobs.post(ctx, m['id'], 'cutover')
+                self._repost(ctx, m, 'cutover')
             elif m['state'] == states.CUTTING_OVER and \
                     CONF.conductor.compute_driver == 'nova':
                 self._nova(ctx, m)
@@ -282,10 +334,37 @@ class Sweeper(object):
                 days = m['options'].get('retention_days', 0)
                 done = db.utcfromiso(m['finished_at']) or now
                 if now - done >= datetime.timedelta(days=days):
-                    jobs.post(ctx, m['id'], 'cleanup')
+                    self._repost(ctx, m, 'cleanup')
         self._couriers(ctx)
         custody.wipe_returned(ctx)
         self._deleted_servers(ctx)
+
+    def gone(self, m, kinds=('post', 'run')):
+        """True if the migration's phase really has no job.
+
+        No job of its generation on the jobboard (a job whose conductor
+        died is still there, and claimable again once that conductor's
+        session expired), nobody posting one, no job of it running.
+        """
+        if busy(self.zk, m['id'], kinds):
+            return False
+        return (m['id'], m['generation']) not in self.live_jobs()
+
+    def _repost(self, ctx, m, phase):
+        if busy(self.zk, m['id']):
+            return None
+
+        def still_gone(row):
+            # Under the post lock: what changed since the sweep began.
+            return (row['state'] == m['state'] and
+                    row['generation'] == m['generation'] and
+                    self.gone(row, kinds=('run',)))
+
+        job = jobs.post(ctx, m['id'], phase, only_if=still_gone)
+        if job:
+            LOG.warning('migration %s in %s had no job: posted %s as %s',
+                        m['id'], m['state'], phase, job)
+        return job
 
     def _unlock_once(self, ctx, m):
         # fedex-api records COMPLETED (nova_fedex's report); the conductor,
@@ -334,7 +413,7 @@ class Sweeper(object):
             actions.migration_cutover_start(ctx, m['id'])
         elif age.total_seconds() >= m['options'].get('keep_warm_seconds',
                                                      600):
-            jobs.post(ctx, m['id'], 'keep_warm')
+            self._repost(ctx, m, 'keep_warm')
 
     def _nova(self, ctx, m):
         # nova_fedex's report of the end may be lost, and Nova may fail
@@ -354,10 +433,12 @@ class Sweeper(object):
                 states.S_IN_TRANSIT]}):
             courier = couriers.get(s['carrier'])
             for ev in courier.poll(ctx, s):
-                if ev['event'] == 'deliver' and hasattr(courier,
-                                                        'deliver_devices'):
+                if ev['event'] in ('deliver', 'return') and hasattr(
+                        courier, 'deliver_devices'):
+                    # Back to the sender: at the source terminal.
                     courier.deliver_devices(ctx, s, db.get(
-                        ctx, 'terminal', s['dest_terminal_id']))
+                        ctx, 'terminal', s['dest_terminal_id' if ev[
+                            'event'] == 'deliver' else 'source_terminal_id']))
                 try:
                     actions.carrier_event(
                         ctx, s['id'], ev['event'], seq=ev['seq'],
@@ -365,8 +446,57 @@ class Sweeper(object):
                         devices_missing=ev.get('devices_missing'))
                 except exception.InvalidTransition as e:
                     LOG.warning('%s', e)
+                except exception.InvalidInput as e:
+                    # Not yet (a return before the abort ended): the
+                    # courier's event is sent again at the next sweep.
+                    LOG.warning('%s', e)
+                    break
                 if hasattr(courier, 'sent'):
                     courier.sent(s, ev['seq'])
+
+
+class OneRunConductor(impl_nonblocking.NonBlockingConductor):
+    """Runs at most one job of a migration at a time, over all conductors.
+
+    A job holds its migration's run lock (an ephemeral znode) while its
+    engine runs: a second job of the same migration (a phase re-posted
+    while the first still ran, whatever the reason) waits for the first to
+    end, or for its conductor's ZooKeeper session to die, and then finds
+    itself superseded at its first guard, or goes on if it is the newer.
+    """
+
+    def __init__(self, zk, conf, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._zk, self._conf = zk, conf
+
+    def _dispatch_job(self, job):
+        mid = (job.details or {}).get('migration_id')
+        if not mid:
+            return super()._dispatch_job(job)
+        lock = self._zk.Lock(lock_path('run', mid, self._conf), self._name)
+        waited = False
+        while not _acquire(lock, 5):
+            if not waited:
+                waited = True
+                LOG.info('job %s waits for the other job of migration %s '
+                         'to end', job.name, mid)
+            if self._wait_timeout.is_stopped():
+                # Not consumed: another conductor takes it over.
+                return False
+        try:
+            return super()._dispatch_job(job)
+        finally:
+            _release(lock, mid)
+
+
+def busy(zk, migration_id, kinds=('post', 'run'), conf=CONF):
+    """Who posts or runs a phase of the migration now (ZooKeeper's view).
+
+    Lock contenders are ephemeral znodes: a dead process is no contender
+    once its session ended.
+    """
+    return [who for kind in kinds for who in zk.Lock(
+        lock_path(kind, migration_id, conf)).contenders()]
 
 
 # --- the service ---------------------------------------------------------------------
@@ -385,12 +515,12 @@ class Conductor(object):
         self.backend = persistence(self.conf)
         self.zk = zk_client(self.conf)
         self.board = jobboard(self.backend, client=self.zk, conf=self.conf)
-        jobs.set_poster(Poster(self.backend, self.board))
+        jobs.set_poster(Poster(self.backend, self.board, self.zk, self.conf))
         # Every state change is also an oslo.messaging notification.
         notifier = rpc.Notifier(self.conf)
         db.on_transition(notifier.state)
-        self.conductor = conductor_backends.fetch(
-            'nonblocking', self.name, self.board,
+        self.conductor = OneRunConductor(
+            self.zk, self.conf, self.name, self.board,
             persistence=self.backend, engine='serial',
             max_simultaneous_jobs=self.conf.conductor.max_jobs,
             # Between looks at the jobboard's list (kept fresh by ZooKeeper

@@ -67,6 +67,12 @@ def after_carrier_event(ctx, shipment, event, devices_missing):
             if m['state'] == states.IN_TRANSIT and delivered:
                 db.transition(ctx, 'migration', m['id'], 'deliver')
                 jobs.post(ctx, m['id'], 'receive')
+    elif event == 'return':
+        for m in migrations_of(ctx, shipment['id']):
+            db.add_event(ctx, 'migration', m['id'], 'custody',
+                         'shipment %s returned to the sender: its devices '
+                         'are wiped once plugged in at the source terminal'
+                         % shipment['name'], migration_id=m['id'])
     elif event in ('lose', 'damage'):
         for d in devices:
             if event == 'lose' and (not devices_missing or
@@ -84,13 +90,26 @@ def after_carrier_event(ctx, shipment, event, devices_missing):
                             else 'damaged'), migration_id=m['id'])
 
 
+def _returned_to(ctx, s):
+    """The terminal a delivered shipment's devices are wiped at.
+
+    The source terminal if the carrier returned it to the sender.
+    """
+    said = db.events(ctx, {'resource_id': s['id'], 'kind': 'custody'})
+    if any(e['to_state'] == states.S_DELIVERED and
+           e['message'].startswith('carrier: return') for e in said):
+        return s['source_terminal_id']
+    return s['dest_terminal_id']
+
+
 def wipe_returned(ctx):
     """Devices of an aborted migration's shipment, back from the road.
 
     An abort while the shipment travels destroys its key (the devices are
     unreadable) but cannot wipe devices it does not have. When the carrier
-    delivers them and the destination terminal has them plugged in, they
-    are wiped there and go BLANK; the shipment goes ERASED. Run by the
+    delivers them (or returns them to the sender: carrier event
+    ``return``) and the terminal there has them all plugged in, they are
+    wiped there and go BLANK; the shipment goes ERASED. Run by the
     conductor's sweeper: it starts the erase (an idempotent operation) and
     ends it at a later sweep, holding nothing in between.
     """
@@ -101,10 +120,11 @@ def wipe_returned(ctx):
         devices = [d for d in db.devices_of(ctx, s['id'])
                    if d['state'] in (states.D_SHIPPED, states.D_RECEIVED,
                                      states.D_VERIFIED)]
-        if any(d['terminal_id'] != s['dest_terminal_id'] or not d['path']
+        where = _returned_to(ctx, s)
+        if any(d['terminal_id'] != where or not d['path']
                for d in devices):
-            continue    # not all plugged in at the destination yet
-        term = db.get(ctx, 'terminal', s['dest_terminal_id'])
+            continue    # not all plugged in there yet
+        term = db.get(ctx, 'terminal', where)
         op_id = '%s.erase.%s' % (s['name'], term['name'])
         try:
             op = db.get(ctx, 'operation', op_id)

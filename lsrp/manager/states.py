@@ -98,6 +98,10 @@ SHIPMENT_TRANSITIONS = [
     (S_IN_TRANSIT, 'scan', S_IN_TRANSIT),
     (S_HANDED_TO_CARRIER, 'deliver', S_DELIVERED),
     (S_IN_TRANSIT, 'deliver', S_DELIVERED),
+    # Returned to the sender (its migrations were aborted on the road):
+    # delivered back, at the source terminal.
+    (S_HANDED_TO_CARRIER, 'return', S_DELIVERED),
+    (S_IN_TRANSIT, 'return', S_DELIVERED),
     (S_DELIVERED, 'verify', S_VERIFIED),
     (S_DELIVERED, 'tamper', S_TAMPERED),
     (S_VERIFIED, 'import', S_IMPORTED),

@@ -25,6 +25,7 @@ MariaDB, RabbitMQ, ZooKeeper); uses ports +960..+979 of the sandbox
 """
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -69,6 +70,26 @@ def rss_mib(pid):
     except OSError:
         pass
     return 0.0
+
+
+def tree_rss_mib(pid):
+    """Peak RSS of a process plus its children (a launcher's daemon)."""
+    total = rss_mib(pid)
+    try:
+        for task in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+                total += sum(tree_rss_mib(int(c)) for c in f.read().split())
+    except OSError:
+        pass
+    return total
+
+
+def pid_of(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class Bench(object):
@@ -154,13 +175,66 @@ class Bench(object):
             os.makedirs(os.path.join(slots, 'usb-%s-%d-%s' % (
                 site, n, uuid.uuid4().hex[:8])))
 
+    def shared_pids(self):
+        """The sandbox's MariaDB, RabbitMQ and ZooKeeper (pid files)."""
+        run = os.path.join(self.sb.root, 'services', 'run')
+        out = {}
+        for name in ('mariadb', 'rabbitmq', 'zookeeper'):
+            pid = pid_of(os.path.join(run, name + '.pid'))
+            if pid:
+                out[name] = pid
+        return out
+
     def watch_rss(self):
+        shared = self.shared_pids()
         while True:
             for name, proc in list(self.dep.processes.items()):
                 if proc.alive():
                     self.peaks[name] = max(self.peaks.get(name, 0),
                                            rss_mib(proc.pid))
+            for name, pid in shared.items():
+                self.peaks[name] = max(self.peaks.get(name, 0),
+                                       tree_rss_mib(pid))
+            # fedex-api's part (the facade and the poster) runs here.
+            self.peaks['bench (facade)'] = rss_mib(os.getpid())
             time.sleep(1)
+
+    def tasks_run_twice(self, migrations):
+        """Tasks that finished in two jobs of the same migration.
+
+        From taskflow's logbooks (one per posted phase: phase-id-gen): a
+        phase posted again runs its tasks again unless superseded, so a
+        (phase, task) with SUCCESS in two logbooks did its work twice.
+        """
+        ids = {m['id'] for m in migrations}
+        done = {}
+        backend = conductor.persistence(CONF)
+        with contextlib.closing(backend.get_connection()) as conn:
+            for book in conn.get_logbooks():
+                phase, _, rest = book.name.partition('-')
+                mid = rest.rsplit('-', 1)[0]
+                if mid not in ids:
+                    continue
+                for fd in book:
+                    for ad in fd:
+                        # (taskflow's injector of the store is no task.)
+                        if ad.state == 'SUCCESS' and \
+                                not ad.name.startswith('_TaskFlow'):
+                            key = (mid, phase, ad.name)
+                            done[key] = done.get(key, 0) + 1
+        return sorted(k for k, n in done.items() if n > 1)
+
+    def jobs_posted_again(self, migrations):
+        """Phases the sweeper posted again (its events)."""
+        n = 0
+        for m in migrations:
+            n += len([e for e in db.events(
+                self.ctx, {'migration_id': m['id'], 'kind': 'job'})
+                if 'posted as job' in e['message']]) - len(set(
+                    e['message'].split()[1] for e in db.events(
+                        self.ctx, {'migration_id': m['id'], 'kind': 'job'})
+                    if 'posted as job' in e['message']))
+        return n
 
     def make_image(self, size, fill=1.0):
         name = '%s-%d' % (self.tag, len(self.images))
@@ -327,8 +401,11 @@ class Bench(object):
 
     def many(self):
         count = self.args.count
-        # Each migration takes 2 devices (parity 0) from its terminal.
-        self.start(2, 2, count)
+        # Each migration takes 2 devices (parity 0) from its terminal, and
+        # they go to site-b for good. Migrations created at once split
+        # between the two source terminals at random (30/20 in one run):
+        # devices for all of them at each, none waits for devices.
+        self.start(2, 2, 2 * count)
         specs = [self.make_image(self.args.size_mib * MiB, 0.5)
                  for _ in range(count)]
         begin = time.monotonic()
@@ -382,6 +459,11 @@ class Bench(object):
                   count, self.args.size_mib, took, len(twice), twice[:5]))
         print('migrations per source terminal: %s' % sorted(
             by_terminal.values()))
+        twice = self.tasks_run_twice(migrations)
+        print('tasks finished twice (taskflow logbooks): %d %s' % (
+            len(twice), twice[:5]))
+        print('phases posted more than once: %d'
+              % self.jobs_posted_again(migrations))
         for name, peak in sorted(self.peaks.items()):
             print('peak RSS %-22s %6.0f MiB' % (name, peak))
 

@@ -105,7 +105,7 @@ MIGRATION_ACTION = {
 CARRIER_EVENT_ALIASES = {'handed_to_carrier': 'hand_over',
                          'in_transit': 'scan', 'departed': 'depart',
                          'delivered': 'deliver', 'lost': 'lose',
-                         'damaged': 'damage'}
+                         'damaged': 'damage', 'returned': 'return'}
 CARRIER_EVENTS = sorted(set(CARRIER_EVENT_ALIASES)
                         | set(CARRIER_EVENT_ALIASES.values()))
 SHIPMENT_EVENT = {

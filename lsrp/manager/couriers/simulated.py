@@ -10,7 +10,7 @@ heartbeat.
 
 Instructions per shipment come from ``[simulated_courier]`` options or from
 a JSON file ``<state_path>/courier/<shipment>.json`` written by a test:
-``{"fate": "deliver"|"lose"|"damage", "lose_devices": [serials],
+``{"fate": "deliver"|"lose"|"damage"|"return", "lose_devices": [serials],
 "tamper_devices": [serials],
 "timetable": {"hand_over": 0, "depart": 1, "scan": 2, "deliver": 3}}``.
 """

@@ -43,6 +43,16 @@ class Superseded(exception.ManagerError):
                ' superseded (%(reason)s)')
 
 
+class Parked(Superseded):
+    """The phase waits for the outside world without holding a conductor.
+
+    Its job ends (nothing failed); the migration keeps its state with no
+    job, and a conductor's sweeper posts the phase again.
+    """
+    message = ('migration %(id)s: phase %(phase)s parked: %(reason)s; '
+               'a sweep posts it again')
+
+
 def _ctx():
     return context_mod.admin('conductor')
 
@@ -568,12 +578,9 @@ class Pack(Prepare):
                 sort_key='slot', sort_dir='asc')
             if len(blank) >= want:
                 break
-            db.add_event(ctx, 'migration', m['id'], 'error',
-                         'waiting for %d blank devices at %s (%d there)'
-                         % (want, term['name'], len(blank)),
-                         migration_id=m['id'])
-            time.sleep(max(5, CONF.conductor.op_poll_interval))
-            guard(ctx, m['id'], generation, self.phase, self.allowed)
+            self._park(ctx, m, generation, 'waiting for %d blank devices '
+                       'at %s (%d there)' % (want, term['name'],
+                                             len(blank)))
         n = 1 + len(db.list_(ctx, 'shipment',
                              {'source_terminal_id': m['source_terminal_id']}))
         name = 'fedex-%s-%d' % (short(m['id']), n)
@@ -615,7 +622,6 @@ class Pack(Prepare):
         """
         want = max(2, s['parity'] + 2)
         term = _terminal(ctx, m['source_terminal_id'])
-        announced = False
         while True:
             have = db.devices_of(ctx, s['id'])
             for d in db.list_(ctx, 'device', {
@@ -639,13 +645,22 @@ class Pack(Prepare):
                               % (s['name'], want))
                 db.transition(ctx, 'device', d['id'], 'reuse', values={
                     'shipment_id': None, 'index_in_set': None})
-            if not announced:
-                db.add_event(ctx, 'migration', m['id'], 'error',
-                             'waiting for %d blank devices at %s'
-                             % (want, term['name']), migration_id=m['id'])
-                announced = True
-            time.sleep(max(5, CONF.conductor.op_poll_interval))
-            guard(ctx, m['id'], generation, self.phase, self.allowed)
+            self._park(ctx, m, generation, 'waiting for %d blank devices '
+                       'at %s' % (want, term['name']))
+
+    def _park(self, ctx, m, generation, why):
+        """End the job: a worker waiting for devices starves the others.
+
+        (Each conductor runs [conductor] max_jobs phases at once: phases
+        sleeping here once held them all while delivered shipments waited
+        for a worker to import them.)
+        """
+        said = db.events(ctx, {'migration_id': m['id'], 'kind': 'error'})
+        if not said or said[-1]['message'] != why:
+            db.add_event(ctx, 'migration', m['id'], 'error', why,
+                         migration_id=m['id'])
+        raise Parked(id=m['id'], phase=self.phase, generation=generation,
+                     reason=why)
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
         if not isinstance(result, list):
@@ -677,22 +692,90 @@ def _engine_params(ctx, members, s):
             'parity': s['parity']}
 
 
+def _op_exists(ctx, op_id):
+    try:
+        return db.get(ctx, 'operation', op_id)
+    except exception.NotFound:
+        return None
+
+
+def _left_behind(ctx, members, s):
+    """Volumes in shipment ``s`` of group migrations no longer packed.
+
+    A migration of the group aborted while the group is packed: its images
+    must not travel (the import would bring them to the destination).
+    """
+    ids = {x['id'] for x in members}
+    return [(x, v) for x in shipments_mod.members(ctx, members[0])
+            if x['id'] not in ids for v in x['volumes']
+            if v['shipment_id'] == s['id']]
+
+
+def _leave_out(ctx, m, members, s):
+    """Take the images of aborted members out of ``s`` before its export."""
+    for x, v in _left_behind(ctx, members, s):
+        db.volume_update(ctx, v['id'], {'shipment_id': None})
+        for kind, ident in (('shipment', s['id']), ('migration', x['id'])):
+            db.add_event(ctx, kind, ident, 'custody',
+                         '%s left out of shipment %s: migration %s is %s'
+                         % (v['source_image'], s['name'], x['id'],
+                            x['state']),
+                         migration_id=x['id'] if kind == 'migration'
+                         else None)
+
+
+def _drop_shipment(task_, ctx, m, generation, s, why):
+    """A loaded shipment given up: devices wiped, key destroyed, ERASED.
+
+    Its images are loose again, to be packed into a new one.
+    """
+    devices = db.devices_of(ctx, s['id'])
+    term = _terminal(ctx, m['source_terminal_id'])
+    if devices:
+        task_.op(ctx, m, generation, term['id'], 'erase',
+                 '%s.erase.%s' % (s['name'], term['name']),
+                 {'devices': [d['path'] for d in devices]})
+    custody.destroy_key(ctx, s, why)
+    for d in devices:
+        if 'erase' in states.DEVICE.events(d['state']):
+            d = move(ctx, 'device', d['id'], 'erase',
+                     message='wiped at %s (%s)' % (term['name'], why))
+        if d['state'] == states.D_ERASED:
+            move(ctx, 'device', d['id'], 'reuse', values={
+                'shipment_id': None, 'index_in_set': None})
+    db.volumes_unassign(ctx, s['id'])
+    if 'erase' in states.SHIPMENT.events(db.get(ctx, 'shipment',
+                                                s['id'])['state']):
+        move(ctx, 'shipment', s['id'], 'erase', event_kind='custody',
+             message='dropped before sealing: %s' % why)
+
+
+def _export_open(task_, ctx, m, generation, members):
+    for s in _open_shipments(ctx, members):
+        if s['state'] != states.S_LOADING:
+            continue
+        if not _op_exists(ctx, _shipment_op(s, 'export')):
+            _leave_out(ctx, m, members, s)
+        task_.op(ctx, m, generation, m['source_terminal_id'], 'export',
+                 _shipment_op(s, 'export'),
+                 _engine_params(ctx, members, s))
+        for d in db.devices_of(ctx, s['id']):
+            if d['state'] == states.D_ASSIGNED:
+                move(ctx, 'device', d['id'], 'write')
+
+
 class Export(Prepare):
-    """Each open shipment of the group: its images at the seed snapshot."""
+    """Each open shipment of the group: its images at the seed snapshot.
+
+    Images of a member aborted meanwhile are left out (not exported yet)
+    or make Seal drop the shipment (exported already).
+    """
 
     def run(self, ctx, m, generation):
         members = _leader_only(ctx, m)
         if members is None or m['state'] != states.EXPORTING:
             return
-        for s in _open_shipments(ctx, members):
-            if s['state'] != states.S_LOADING:
-                continue
-            self.op(ctx, m, generation, m['source_terminal_id'], 'export',
-                    _shipment_op(s, 'export'),
-                    _engine_params(ctx, members, s))
-            for d in db.devices_of(ctx, s['id']):
-                if d['state'] == states.D_ASSIGNED:
-                    move(ctx, 'device', d['id'], 'write')
+        _export_open(self, ctx, m, generation, members)
         if m['options'].get('consolidate'):
             for x in members:
                 advance(ctx, 'migration', x['id'], 'consolidate')
@@ -720,18 +803,52 @@ class Consolidate(Prepare):
 
 
 class Seal(Prepare):
+    """Seal each loaded shipment, none with an aborted member's images.
+
+    A member aborted after its images were exported: the shipment is
+    dropped (devices wiped, key destroyed) and the others' images are
+    packed and exported again, without it, before sealing.
+    """
 
     def run(self, ctx, m, generation):
         members = _leader_only(ctx, m)
         if members is None or m['state'] not in (states.EXPORTING,
                                                  states.CONSOLIDATING):
             return
+        self._drop_orphans(ctx, m, generation)
+        while not self._seal_all(ctx, m, generation):
+            self._drop_orphans(ctx, m, generation)
+            _, members = _group(ctx, m)
+            if m['state'] == states.CONSOLIDATING:
+                raise exception.ManagerError(
+                    reason='shipment group %s: a member was aborted after '
+                    'its consolidation; retry the migration %s to pack and '
+                    'export the others again' % (
+                        shipments_mod.group_of(m), m['id']))
+            Pack().run(ctx, m, generation)
+            # Read again: Pack assigned the images to the new shipment.
+            _, members = _group(ctx, m)
+            _export_open(self, ctx, m, generation, members)
+        for x in _group(ctx, m)[1]:
+            x = db.get(ctx, 'migration', x['id'])
+            advance(ctx, 'migration', x['id'], 'seal',
+                    values={'bytes_done': x['bytes_total']})
+
+    def _seal_all(self, ctx, m, generation):
+        """Seal the loaded shipments; False if one had to be dropped."""
+        _, members = _group(ctx, m)
         for s in _open_shipments(ctx, members):
             if s['state'] != states.S_LOADING:
                 continue
+            if self._drop_if_left_behind(ctx, m, generation, members, s):
+                return False
             result = self.op(ctx, m, generation, m['source_terminal_id'],
                              'seal', _shipment_op(s, 'seal'),
                              _engine_params(ctx, members, s))
+            # An abort during the seal: dropped all the same.
+            _, members = _group(ctx, m)
+            if self._drop_if_left_behind(ctx, m, generation, members, s):
+                return False
             db.transition(ctx, 'shipment', s['id'], 'seal', values={
                 'manifest_digest': result['manifest_digest'],
                 'seal_digest': result['seal_digest']},
@@ -739,10 +856,31 @@ class Seal(Prepare):
             for d in db.devices_of(ctx, s['id']):
                 if d['state'] == states.D_WRITTEN:
                     move(ctx, 'device', d['id'], 'seal')
-        for x in members:
-            x = db.get(ctx, 'migration', x['id'])
-            advance(ctx, 'migration', x['id'], 'seal',
-                    values={'bytes_done': x['bytes_total']})
+        return True
+
+    def _drop_orphans(self, ctx, m, generation):
+        """A drop cut short (crash after its images were unassigned)."""
+        used = {v['shipment_id'] for x in shipments_mod.members(ctx, m)
+                for v in x['volumes']}
+        for s in db.list_(ctx, 'shipment', {'state': states.S_LOADING}):
+            if s['name'].startswith('fedex-%s-' % short(m['id'])) and \
+                    s['id'] not in used:
+                _drop_shipment(self, ctx, m, generation, s,
+                               'its images were packed again')
+
+    def _drop_if_left_behind(self, ctx, m, generation, members, s):
+        gone = _left_behind(ctx, members, s)
+        if not gone:
+            return False
+        why = 'it carries %s of migration(s) %s, aborted while the group ' \
+            'was packed' % (', '.join(sorted(v['source_image']
+                                             for _, v in gone)),
+                            ', '.join(sorted({x['id'] for x, _ in gone})))
+        db.add_event(ctx, 'migration', m['id'], 'custody',
+                     'shipment %s dropped: %s; packing the others again'
+                     % (s['name'], why), migration_id=m['id'])
+        _drop_shipment(self, ctx, m, generation, s, why)
+        return True
 
 
 class Dispatch(Prepare):
@@ -1402,8 +1540,45 @@ class StopOperations(Abort):
                                 error='cancelled by abort')
 
 
+# Seconds an aborted member of a shipment group waits for the group's
+# export of its images before removing its snapshots all the same.
+GROUP_READS_PATIENCE = 900
+
+
 class CleanUpAbort(Abort):
     """Devices erased, keys destroyed, snapshots removed; VM untouched."""
+
+    def _wait_group_reads(self, ctx, m, generation):
+        """Until the group's export of our images (the leader's) ends.
+
+        Removing the seed snapshot under it would fail the others; the
+        leader then leaves our images out of what it seals.
+        """
+        sids = {v['shipment_id'] for v in m['volumes'] if v['shipment_id']}
+        announced = False
+        # Not for ever: an export whose terminal died stays RUNNING in the
+        # database until its leader looks again.
+        deadline = time.monotonic() + GROUP_READS_PATIENCE
+        while time.monotonic() < deadline:
+            busy = []
+            for sid in sids:
+                s = db.get(ctx, 'shipment', sid)
+                if s['state'] not in (states.S_CREATED, states.S_LOADING):
+                    continue
+                for kind in ('export', 'consolidate'):
+                    op = _op_exists(ctx, _shipment_op(s, kind))
+                    if op and op['state'] not in ('DONE', 'ERROR'):
+                        busy.append(op['id'])
+            if not busy:
+                return
+            if not announced:
+                db.add_event(ctx, 'migration', m['id'], 'job',
+                             'waiting for %s (its shipment group reads our '
+                             'images) before removing our snapshots'
+                             % ', '.join(busy), migration_id=m['id'])
+                announced = True
+            time.sleep(CONF.conductor.op_poll_interval)
+            guard(ctx, m['id'], generation, self.phase, self.allowed)
 
     def run(self, ctx, m, generation):
         copied = any(db.list_(ctx, 'operation', {
@@ -1411,6 +1586,7 @@ class CleanUpAbort(Abort):
             for kind in ('import', 'seed_over_wan')) or any(
             s['state'] == states.S_IMPORTED for s in _shipments_of(ctx, m))
         _erase_shipments(self, ctx, m, generation, 'migration aborted')
+        self._wait_group_reads(ctx, m, generation)
         _remove_snapshots(self, ctx, m, generation, m['source_terminal_id'],
                           _specs(m))
         if copied:

@@ -95,6 +95,50 @@ class TestShipments(base.ManagerTestCase):
         self.key_destroyed(s)
         self.assert_no_snapshots_of_ours(specs1 + specs2)
 
+    def test_abort_one_of_a_group_while_packed(self):
+        """One of three aborted during the group's export: the others go on.
+
+        Its images do not travel (left out, or the shipment that had them
+        is dropped and the others packed again), its snapshots are gone,
+        nothing of it reaches site-b; the others end bit-exact.
+        """
+        self.dep.conductor_options = {'shipment_group_window': 0}
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=6)
+        vms = [self.vm((32 * MiB,)) for _ in range(3)]
+        made = actions.migrations_create(self.ctx, [
+            self.request(specs, 'vm%d-%s' % (i, self.id_))
+            for i, (specs, _) in enumerate(vms)], one_shipment=True)
+        lead, gone, other = made
+        # The group's export has begun (running, or even done): abort one.
+        self.dep.wait(lambda: db.list_(self.ctx, 'operation', {
+            'migration_id': lead['id'], 'kind': 'export'}), 180,
+            'the group\'s export', interval=0.1)
+        actions.migration_abort(self.ctx, gone['id'], 'test')
+        self.assertNotEqual(states.SEALED, self.state(lead))
+        self.wait_state(gone, states.ABORTED, timeout=180)
+        for m in (lead, other):
+            self.wait_state(m, states.READY_FOR_CUTOVER, timeout=400)
+        gone_images = set(vms[1][0])
+        for sid in {v['shipment_id'] for m in (lead, other) for v in
+                    db.get(self.ctx, 'migration', m['id'])['volumes']}:
+            s = actions.shipment_show(self.ctx, sid)
+            self.assertEqual('IMPORTED', s['state'])
+            self.assertEqual(sorted([lead['id'], other['id']]),
+                             s['migrations'])
+        said = [e['message'] for e in db.events(self.ctx)]
+        self.assertTrue(any(
+            ('left out of shipment' in x or 'dropped' in x) and
+            vms[1][0][0] in x for x in said), said)
+        # Nothing of the aborted one at site-b, no snapshot at site-a.
+        with self.sites['site-b'].pool('vms') as pool:
+            for spec in gone_images:
+                self.assertFalse(pool.image_exists(spec.split('/')[1]))
+        self.assert_no_snapshots_of_ours(vms[1][0])
+        for m, (specs, writer) in ((lead, vms[0]), (other, vms[2])):
+            self.cut_over(m, writer)
+            self.assert_converged(m)
+
     def test_images_span_two_shipments(self):
         """Devices of 40 MiB: 64 + 32 MiB of images need two sets."""
         self.dep.agent_options = {'device_capacity_mib': 40}
@@ -138,6 +182,35 @@ class TestShipments(base.ManagerTestCase):
             self.assertEqual('BLANK', d['state'])
             self.assertEqual(b['id'], d['terminal_id'])
             self.assertEqual([], os.listdir(d['path']))
+        self.assert_no_snapshots_of_ours(specs)
+
+    def test_abort_in_transit_devices_returned_to_the_source(self):
+        """Aborted on the road and sent back: wiped at the source, BLANK."""
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=3)
+        specs, writer = self.vm((32 * MiB,))
+        m = self.migrate(specs)
+        s = self.wait_shipment(m)
+        self.courier_plan(s, {'fate': 'return', 'timetable': {
+            'hand_over': 0, 'depart': 1, 'deliver': 25}})
+        self.wait_state(m, states.IN_TRANSIT)
+        actions.migration_abort(self.ctx, m['id'], 'test')
+        self.wait_state(m, states.ABORTED, timeout=120)
+        self.key_destroyed(s)
+        self.dep.wait(lambda: actions.shipment_show(
+            self.ctx, s['id'])['state'] == 'ERASED', 120,
+            'the shipment ERASED after its return to the sender')
+        a = db.get(self.ctx, 'terminal', m['source_terminal_id'])
+        devices = actions.device_list(self.ctx)
+        self.assertEqual(3, len(devices))
+        for d in devices:
+            self.assertEqual('BLANK', d['state'])
+            self.assertEqual(a['id'], d['terminal_id'])
+            self.assertEqual([], os.listdir(d['path']))
+        said = [e['message'] for e in db.events(self.ctx)]
+        self.assertIn('carrier: return', ' '.join(said))
+        self.assertTrue(any('wiped at %s' % a['name'] in x for x in said),
+                        said)
         self.assert_no_snapshots_of_ours(specs)
 
     def test_lost_shipment_seeded_over_the_wan(self):

@@ -371,3 +371,76 @@ class TestDetachedVolume(FlowTestCase):
         e = self.assertRaises(exception.InvalidInput, actions.migration_create,
                               self.ctx, [], 'site-a', 'site-b')
         self.assertIn('at least one server or volume', str(e))
+
+
+class TestGroupAbortWhilePacked(FlowTestCase):
+    """One migration of a shipment group aborted before the group seals."""
+
+    def setUp(self):
+        super().setUp()
+        CONF.set_override('shipment_group_window', 0, group='conductor')
+        self.addCleanup(CONF.clear_override, 'shipment_group_window',
+                        group='conductor')
+        self.group = actions.migrations_create(self.ctx, [
+            {'servers': [{'server_id': 'g%d' % i,
+                          'volumes': ['vms/g%d' % i]}],
+             'source_site': 'site-a', 'dest_site': 'site-b'}
+            for i in range(3)], one_shipment=True)
+        self.lead, self.gone, self.other = self.group
+
+    def leader(self, *task_types):
+        m = db.get(self.ctx, 'migration', self.lead['id'])
+        for t in task_types:
+            t().execute(m['id'], m['generation'])
+
+    def shipment_of(self, m):
+        return {v['shipment_id'] for v in db.get(
+            self.ctx, 'migration', m['id'])['volumes']}
+
+    def test_aborted_before_the_export_is_left_out(self):
+        self.leader(tasks.Snapshot, tasks.Pack)
+        actions.migration_abort(self.ctx, self.gone['id'], 'test')
+        self.leader(tasks.Export, tasks.Seal)
+        self.assertEqual({None}, self.shipment_of(self.gone))
+        sid, = self.shipment_of(self.lead)
+        self.assertEqual({sid}, self.shipment_of(self.other))
+        self.assertEqual('SEALED', db.get(self.ctx, 'shipment', sid)['state'])
+        self.assertEqual(1, self.kinds().count('export'))
+        said = [e['message'] for e in db.events(
+            self.ctx, {'migration_id': self.gone['id']})]
+        self.assertTrue(any('vms/g1 left out of shipment' in x
+                            for x in said), said)
+        for m in (self.lead, self.other):
+            self.assertEqual(states.SEALED, db.get(
+                self.ctx, 'migration', m['id'])['state'])
+
+    def test_aborted_after_the_export_the_shipment_is_packed_again(self):
+        self.leader(tasks.Snapshot, tasks.Pack, tasks.Export)
+        first, = self.shipment_of(self.lead)
+        actions.migration_abort(self.ctx, self.gone['id'], 'test')
+        self.leader(tasks.Seal)
+        old = db.get(self.ctx, 'shipment', first)
+        self.assertEqual('ERASED', old['state'])
+        self.assertRaises(exception.KeyManagerError,
+                          __import__('lsrp.manager.keys', fromlist=['x'])
+                          .get_store().get, old['key_ref'])
+        sid, = self.shipment_of(self.lead)
+        self.assertNotEqual(first, sid)
+        self.assertEqual({sid}, self.shipment_of(self.other))
+        self.assertEqual({None}, self.shipment_of(self.gone))
+        self.assertEqual('SEALED', db.get(self.ctx, 'shipment', sid)['state'])
+        # The first set wiped at the source, a second export and one seal.
+        self.assertEqual(['snapshot', 'export', 'erase', 'export', 'seal'],
+                         self.kinds())
+        # The three devices, wiped and blank again, carry the new one.
+        self.assertEqual([('SEALED', sid)] * 3, [
+            (d['state'], d['shipment_id'])
+            for d in actions.device_list(self.ctx)])
+        # The aborted one's own abort: its snapshots go, nothing else.
+        m = db.get(self.ctx, 'migration', self.gone['id'])
+        engines.run(phases.FACTORIES['abort'](), store={
+            'migration_id': m['id'], 'generation': m['generation']})
+        self.assertEqual(states.ABORTED, db.get(
+            self.ctx, 'migration', m['id'])['state'])
+        self.assertEqual('SEALED', db.get(self.ctx, 'shipment', sid)['state'])
+        self.assertEqual('remove_snapshots', self.kinds()[-1])

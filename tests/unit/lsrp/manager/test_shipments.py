@@ -208,6 +208,35 @@ class TestReturnedAndWan(ShipmentsTestCase):
         self.assertEqual({'BLANK'}, {d['state'] for d in
                                      actions.device_list(self.ctx)})
 
+    def test_abort_in_transit_devices_returned_to_the_source(self):
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        # Not while a migration still needs the devices.
+        e = self.assertRaises(exception.InvalidInput, actions.carrier_event,
+                              self.ctx, s['id'], 'return', seq=2)
+        self.assertIn('not aborted', str(e))
+        actions.migration_abort(self.ctx, self.m['id'], 'test')
+        self.run_phase('abort')
+        actions.carrier_event(self.ctx, s['id'], 'return', seq=2)
+        # Plugged in again at the source terminal (term-a): wiped there.
+        for d in db.devices_of(self.ctx, s['id']):
+            actions.device_register(self.ctx, d['serial'], 'term-a',
+                                    slot=d['slot'],
+                                    path='/slots-a/%s' % d['serial'])
+        custody.wipe_returned(self.ctx)
+        custody.wipe_returned(self.ctx)
+        erase, = self.ops('erase')
+        self.assertTrue(erase.endswith('.erase.term-a'), erase)
+        self.assertEqual('ERASED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
+        for d in actions.device_list(self.ctx):
+            self.assertEqual('BLANK', d['state'])
+            self.assertEqual('term-a', db.get(
+                self.ctx, 'terminal', d['terminal_id'])['name'])
+        said = [x['message'] for x in db.events(self.ctx)]
+        self.assertTrue(any('wiped at term-a' in x for x in said), said)
+
     def test_lost_shipment_seeded_over_the_wan(self):
         self.run_phase('prepare')
         s = actions.shipment_list(self.ctx)[0]
