@@ -104,6 +104,7 @@ class CutoverPauseBench(base.TestNovaCutover):
             '--live-migration', '--host', 'site-a-h2', '--wait', sid)
         took = time.monotonic() - began
         reader.wait_advancing(ticks=20, timeout=120)
+        guest_gap = reader.largest_guest_gap(reader.read_ring())
         time.sleep(1)
         poller.stop()
         gap, before = poller.largest_gap()
@@ -111,6 +112,7 @@ class CutoverPauseBench(base.TestNovaCutover):
                 'pause_ms': round(gap * 1000),
                 'counter_before_pause': before,
                 'libvirt_downtime_ms': self.downtime_ms('site-a-h2', sid),
+                'guest_clock_gap_ms': _ms(guest_gap),
                 'cli_seconds': round(took, 1)}
 
     # --- a FedEx cutover ----------------------------------------------------------
@@ -160,6 +162,9 @@ class CutoverPauseBench(base.TestNovaCutover):
                          '%s%s' % (out[-2000:], err[-3000:]))
         at_b = self.reader('site-b', image)
         at_b.wait_advancing(ticks=20, timeout=120)
+        # The guest's own clock stops while it is paused: a gap in it is
+        # time it ran without its writes landing (a lock, a slow disk).
+        guest_gap = at_b.largest_guest_gap(at_b.read_ring())
         time.sleep(1)
         poll_a.stop()
         poll_b.stop()
@@ -173,6 +178,9 @@ class CutoverPauseBench(base.TestNovaCutover):
         left = poll_a.changes[-1][0]
         arrived = [t for t, c in poll_b.changes if c > last_a]
         pause = arrived[0] - left if arrived else None
+        # The wall clock (one host) of the resume at B, to the first tick.
+        wall_b = time.time() - (time.monotonic() - arrived[0]) \
+            if arrived else None
         delta = details.get('delta_applied', {})
         resumed = details.get('resumed', {})
         downtime = self.downtime_ms(base.SITE_B_HOST, sid)
@@ -190,6 +198,7 @@ class CutoverPauseBench(base.TestNovaCutover):
             'first_tick_at_b': _wall(arrived[0]) if arrived else None,
             'pause_ms': pause_ms,
             'libvirt_downtime_ms': downtime,
+            'guest_clock_gap_ms': _ms(guest_gap),
             'delta_changed_bytes': delta.get('changed'),
             # Whether the injected data reached the final delta at all.
             'injected_in_delta': (delta.get('changed') or 0) >= mib * (
@@ -202,6 +211,10 @@ class CutoverPauseBench(base.TestNovaCutover):
             # From Nova seeing libvirt's COMPLETED to the guest resumed at B.
             'copy_end_to_resumed_ms': round(after_copy * 1000)
             if after_copy is not None else None,
+            # From nova_fedex resuming the guest at B to its first tick seen
+            # there (the guest's first write after the resume).
+            'resume_to_first_tick_ms': _ms(wall_b - resumed['at'])
+            if wall_b is not None and resumed.get('at') else None,
             'resume_and_checks_ms': round(
                 (after_copy - delta['seconds']) * 1000)
             if after_copy is not None and delta.get('seconds') is not None
@@ -243,6 +256,10 @@ class CutoverPauseBench(base.TestNovaCutover):
     def event_rows(self, m):
         from lsrp.manager import actions
         return actions.events_query(self.ctx, migration=m['id'], limit=1000)
+
+
+def _ms(seconds):
+    return round(seconds * 1000) if seconds is not None else None
 
 
 def _wall(monotonic):

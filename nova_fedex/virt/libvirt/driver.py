@@ -563,7 +563,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
     def _fedex_pause_work_once(self, cutover, instance):
         paused_at = time.monotonic()
         cutover.reports.append(('paused_at_destination', {
-            'trigger': cutover.trigger}))
+            'trigger': cutover.trigger, 'at': time.time()}))
         try:
             self._fedex_wait_source_stopped(instance)
             cutover.delta.apply(CONF.fedex.final_delta_timeout)
@@ -590,7 +590,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             return
         now = time.monotonic()
         cutover.reports.append(('resumed', dict(
-            pause_seconds=now - paused_at,
+            at=time.time(), pause_seconds=now - paused_at,
             resume_seconds=now - delta_done,
             wait_source_seconds=cutover.timings['delta'] -
             cutover.delta.seconds)))
