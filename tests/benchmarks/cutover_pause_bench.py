@@ -49,7 +49,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from lsrp.manager import states  # noqa: E402
+from lsrp.manager.flows import tasks  # noqa: E402
 from lsrp.sandbox.services import guest as guest_mod  # noqa: E402
 from lsrp.sandbox.services import guest_reader  # noqa: E402
 from tests.openstack import test_cutover_nova as base  # noqa: E402
@@ -137,13 +137,15 @@ class CutoverPauseBench(base.TestNovaCutover):
                                      'the cutover started: %s' %
                                      migrating.communicate()[1][-2000:])
             found = [x for x in self.dep_migrations(sid)
-                     if x['state'] == states.CUTTING_OVER]
+                     if any(e.startswith(tasks.NOVA_REQUESTED)
+                            for e in self.events(x))]
             return found and found[0]
-        # Once the catch-up rounds are over (CUTTING_OVER: the conductor
-        # asks Nova for the live migration, which takes seconds to begin
-        # the memory copy): data for the final delta. Written at
-        # 'nova: migrating' it came too late for a fast copy
-        # (2026-11-24 17:07: 128 KiB changed, not 1 MiB).
+        # Once the catch-up rounds are over and the conductor has asked
+        # Nova for the live migration (Nova takes seconds to begin the
+        # memory copy): data for the final delta. Written at 'nova:
+        # migrating' it came too late for a fast copy (2026-11-24 17:07:
+        # 128 KiB changed, not 1 MiB); at CUTTING_OVER, the cutover's own
+        # last catch-up round carried it (17:32).
         data = os.urandom(int(mib * (1 << 20)))
         assert DATA_OFFSET >= (guest_mod.RING_OFFSET +
                                guest_mod.SLOTS * guest_mod.SLOT)
