@@ -48,17 +48,23 @@ RoundReport = collections.namedtuple(
                    'dirty_rate wire_rate estimate resumes')
 
 
-async def commit_group(client, group, disks, snapshot, phases=('commit',)):
+async def commit_group(client, group, disks, snapshot, phases=('commit',),
+                       release=False):
     """C4: ``snapshot`` on all ``disks`` or none.
+
+    ``release``: the terminal closes the images at the commit, before it
+    answers (a cutover's final delta: the guest resumes on them next).
 
     One terminal holds all the disks here, so it is its own coordinator:
     commit checks that every disk is prepared, as prepare would. A group
     spread over several terminals would send ``prepare`` to each first.
     """
     for phase in phases:
-        await client.conn.request(m.CTL_GROUP_PREPARE_AND_COMMIT, {
-            'group': group, 'phase': phase, 'disks': list(disks),
-            'snapshot': snapshot})
+        body = {'group': group, 'phase': phase, 'disks': list(disks),
+                'snapshot': snapshot}
+        if release and phase == 'commit':
+            body['release'] = True
+        await client.conn.request(m.CTL_GROUP_PREPARE_AND_COMMIT, body)
 
 
 class CatchUp(object):

@@ -23,8 +23,85 @@ from oslo_log import log as logging
 
 from lsrp import catchup
 from lsrp import exception
+from lsrp.protocol import messages as m
+from lsrp.protocol import sender as sender_mod
 
 LOG = logging.getLogger(__name__)
+
+
+class HeadSender(sender_mod.DiskSender):
+    """A disk's final delta in two halves, around the pause.
+
+    ``begin()`` before the pause: the session at the destination terminal,
+    REPLICATION_START (the terminal opens its image, proves N-1, checks its
+    head and records the round in flight) and the source image opened.
+    Nothing writes either image meanwhile: B's QEMU waits for the incoming
+    memory, and the changes at A are read only in ``finish()``, inside the
+    pause, from the head (the source QEMU stopped). No dedup: a block
+    changed since the last round is new, and the checksum exchange would
+    cost a read at B and a round trip inside the pause.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault('dedup', False)
+        super().__init__(*args, **kwargs)
+        self._pool = self._image = None
+        self._round = None
+
+    async def begin(self, snapshot, extra=(), group=None):
+        conn = self.client.conn
+        opened = await conn.request(m.INIT_SESSION, {
+            'disk': self.spec, 'shipment': self.shipment})
+        session = opened['session']
+        from_snapshot = opened.get('snapshot')
+        if from_snapshot is None:
+            raise exception.ShipmentError(
+                shipment=self.shipment, reason='the destination terminal %s '
+                'holds no snapshot of %s to go on from: send the seed first'
+                % (self.client.peer, self.spec))
+        pool_name, name = self.spec.split('/', 1)
+        self._pool = self.cluster.pool(pool_name)
+        self._image = self._pool.open_image(name, read_only=True)
+        size = await asyncio.to_thread(self._image.size)
+        start = {'snapshot': snapshot, 'size': size,
+                 'from_snapshot': from_snapshot}
+        base = await asyncio.to_thread(sender_mod.identity, self.cluster,
+                                       self._image, from_snapshot)
+        if base:
+            start['base_id'] = base
+        started = await self._start(conn, session, self._pool, name, start)
+        self.resumed_at = started['offset']
+        streams = [sender_mod._Stream(self, conn, session)]
+        for client in extra:
+            await client.conn.request(m.INIT_SESSION, {
+                'disk': self.spec, 'shipment': self.shipment,
+                'attach': session})
+            streams.append(sender_mod._Stream(self, client.conn, session))
+        self._round = (session, from_snapshot, size, streams, snapshot,
+                       group)
+        return self
+
+    async def finish(self):
+        """Inside the pause: the changed blocks, then the round's end."""
+        session, from_snapshot, size, streams, snapshot, group = self._round
+        try:
+            if self.resumed_at < size:
+                await self._stream(streams, self._image, from_snapshot,
+                                   self.resumed_at)
+            body = {'snapshot': snapshot}
+            if group:
+                body['group'] = group
+            await self.client.conn.request(m.REPLICATION_COMPLETE, body,
+                                           session)
+        finally:
+            self.close()
+        return self.changed, self.wire
+
+    def close(self):
+        for handle in (self._image, self._pool):
+            if handle is not None:
+                handle.close()
+        self._image = self._pool = None
 
 
 class FinalDelta(object):
@@ -51,10 +128,14 @@ class FinalDelta(object):
         self.verify = verify
         self.describe = describe or ('terminal', '?')
         self._clients = None
+        self._begun = None
         self._loop = None
         self._thread = None
         self.changed = self.wire = 0
         self.seconds = None
+        # Seconds of the last attempt's parts (the blocks of every disk up
+        # to REPLICATION_COMPLETE; the group commit): in the logs.
+        self.timings = {}
 
     # --- the loop thread ---------------------------------------------------
 
@@ -78,20 +159,28 @@ class FinalDelta(object):
         self._thread.start()
 
         async def connect_all():
-            clients = []
+            clients, senders = [], []
             try:
-                for _ in self.specs:
+                for spec in self.specs:
                     mine = []
                     clients.append(mine)
                     for _ in range(self.streams):
                         mine.append(await self.connect())
+                    if self.verify == 'image':
+                        continue    # send() reads the whole image anyway
+                    # The round begins at B now, not inside the pause.
+                    senders.append(await HeadSender(
+                        mine[0], self.cluster, spec, self.shipment).begin(
+                            self.snapshot, mine[1:], group=self.snapshot))
             except BaseException:
+                for sender in senders:
+                    sender.close()
                 await self._close_clients(clients)
                 raise
-            return clients
+            return clients, senders
 
         try:
-            self._clients = self._run(connect_all(), timeout)
+            self._clients, self._begun = self._run(connect_all(), timeout)
         except Exception as e:
             self.close()
             raise self._failed('cannot connect before the pause: %s' % (
@@ -115,6 +204,9 @@ class FinalDelta(object):
     def close(self):
         if self._loop is None:
             return
+        for sender in self._begun or ():
+            sender.close()
+        self._begun = None
         if self._clients is not None:
             try:
                 self._run(self._close_clients(self._clients), 10)
@@ -128,27 +220,37 @@ class FinalDelta(object):
 
     # --- the delta ---------------------------------------------------------
 
-    async def _attempt(self, clients):
-        senders = [catchup.DiskSender(mine[0], self.cluster, spec,
-                                      self.shipment)
-                   for mine, spec in zip(clients, self.specs)]
-        results = await asyncio.gather(*[
-            sender.send(catchup.AT_DESTINATION, self.snapshot,
-                        verify=self.verify == 'image', extra=mine[1:],
-                        group=self.snapshot, head=True)
-            for sender, mine in zip(senders, clients)],
-            return_exceptions=True)
+    async def _attempt(self, clients, begun=None):
+        """One attempt; ``begun``: the HeadSenders open() began."""
+        if begun:
+            senders = begun
+            sending = [sender.finish() for sender in senders]
+        else:
+            senders = [catchup.DiskSender(mine[0], self.cluster, spec,
+                                          self.shipment, dedup=False)
+                       for mine, spec in zip(clients, self.specs)]
+            sending = [
+                sender.send(catchup.AT_DESTINATION, self.snapshot,
+                            verify=self.verify == 'image', extra=mine[1:],
+                            group=self.snapshot, head=True)
+                for sender, mine in zip(senders, clients)]
+        began = time.monotonic()
+        results = await asyncio.gather(*sending, return_exceptions=True)
+        self.timings['blocks'] = time.monotonic() - began
         self.changed += sum(s.changed for s in senders)
         self.wire += sum(s.wire for s in senders)
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]
         # The final snapshot appears on every disk at once, or on none.
+        began = time.monotonic()
         await catchup.commit_group(clients[0][0], self.snapshot, self.specs,
-                                   self.snapshot)
+                                   self.snapshot, release=True)
+        self.timings['commit'] = time.monotonic() - began
 
     async def _apply(self):
         clients, self._clients = self._clients, None
+        begun, self._begun = self._begun, None
         for attempt in range(self.retries + 1):
             try:
                 if clients is None:
@@ -156,7 +258,7 @@ class FinalDelta(object):
                     for _ in self.specs:
                         clients.append([await self.connect()
                                         for _ in range(self.streams)])
-                await self._attempt(clients)
+                await self._attempt(clients, begun)
                 return
             except catchup.CONNECTION_LOST as e:
                 if attempt == self.retries:
@@ -166,6 +268,10 @@ class FinalDelta(object):
                             attempt + 1, self.retries)
                 await asyncio.sleep(self.retry_delay)
             finally:
+                # A resumed attempt begins its rounds again (send()).
+                for sender in begun or ():
+                    sender.close()
+                begun = None
                 await self._close_clients(clients)
                 clients = None
 
@@ -186,6 +292,7 @@ class FinalDelta(object):
             raise self._failed('%s: %s' % (type(e).__name__, e), e)
         self.seconds = time.monotonic() - begin
         LOG.info('final delta of %s: %d bytes changed, %d on the wire, '
-                 '%.3f s', self.shipment, self.changed, self.wire,
-                 self.seconds)
+                 '%.3f s (blocks %.3f s, group commit %.3f s)', self.shipment,
+                 self.changed, self.wire, self.seconds,
+                 self.timings.get('blocks', 0), self.timings.get('commit', 0))
         return self

@@ -58,6 +58,9 @@ FIELDS = {
     # Reads (a terminal as a source): the digest wanted at the end of a
     # stream, and the algorithm of READ_DIGEST ('blake3', 'sha256').
     'with_digest': _bool, 'algorithm': _str,
+    # A cutover's final delta: close the images at the commit (their rbd
+    # exclusive lock free for the resumed guest's first write).
+    'release': _bool,
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -123,7 +126,8 @@ _MESSAGES = {
     # phase 'prepare': every disk has its round applied, recorded; 'commit':
     # snapshot N on every disk of the group, or on none.
     0x24: ('CTL_GROUP_PREPARE_AND_COMMIT', 'C4',
-           ('group', 'phase', 'disks', 'snapshot'), ('phase', 'disks')),
+           ('group', 'phase', 'disks', 'snapshot', 'release?'),
+           ('phase', 'disks')),
     0x25: ('CTL_DELTA_CONSOLIDATION_START', 'C5', ('group', 'disks'), ()),
     0x26: ('CTL_DELTA_CONSOLIDATION_UPDATE', 'C6', ('group',), ()),
     0x41: ('EV_GET_SERVER_STATE', 'E1', ('state', 'disks'), ()),

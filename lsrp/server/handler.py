@@ -405,6 +405,11 @@ class PeerHandler(object):
                                                  in members.items()})
                 for disk, (session, _) in members.items():
                     registry.move(disk, session, sessions_mod.COMPLETE)
+                if body.get('release'):
+                    for _, shared in members.values():
+                        release = getattr(shared.sink, 'release', None)
+                        if release is not None:
+                            await self._in_thread(release)
         finally:
             for _, shared in members.values():
                 shared.busy -= 1

@@ -280,6 +280,16 @@ class RbdImageSink(sink.GroupSink):
         return (self._image is not None
                 and self._image.snapshot_exists(snapshot))
 
+    def release(self):
+        """Close the image now (a cutover's resumed guest writes it next).
+
+        Its rbd exclusive lock goes with it: the guest's first write then
+        takes a free lock instead of asking this process for it.
+        """
+        if self._image is not None:
+            self._image.close()
+        self._image = self.name_open = None
+
     def commit(self, snapshot):
         """The group's commit: take snapshot N (again: nothing to do)."""
         if not self._image.snapshot_exists(snapshot):

@@ -36,17 +36,20 @@ is computed with (the sandbox's default, 100 Mbit/s).
 """
 
 import argparse
+import faulthandler
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
-import threading
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
+from lsrp.manager.flows import tasks  # noqa: E402
 from lsrp.sandbox.services import guest as guest_mod  # noqa: E402
 from lsrp.sandbox.services import guest_reader  # noqa: E402
 from tests.openstack import test_cutover_nova as base  # noqa: E402
@@ -66,21 +69,24 @@ class CutoverPauseBench(base.TestNovaCutover):
             print(json.dumps(self.cutover(mib, plain['pause_ms'])),
                   flush=True)
 
+    def start_terminals(self, devices=3):
+        # Blank devices for every cutover of the run: a migration's devices
+        # are erased only by its clean-up, after it (the second cutover
+        # of 18:05 was refused, "no blank device at a terminal").
+        super().start_terminals(devices * len(ARGS.deltas_mib.split(',')))
+
     # --- helpers --------------------------------------------------------------
 
-    def poll(self, reader, stop):
-        poller = guest_reader.Poller(reader)
+    def poll(self, site, image):
+        """The guest's counter polled every 5 ms, in a process of its own.
 
-        def run():
-            # B's image appears with the import: poll once it is there.
-            while not stop.is_set():
-                try:
-                    return poller.poll_until(stop.is_set, 3000)
-                except Exception:
-                    time.sleep(0.2)
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        return poller, thread
+        Never librbd from a thread of this process: polling from a thread
+        while the main thread set up the next guest crashed it (SIGSEGV).
+        """
+        poller = guest_reader.PollerProcess(self.sandbox.site(site).conf,
+                                            'vms', image)
+        self.addCleanup(poller.stop)
+        return poller
 
     def downtime_ms(self, host, sid):
         domain = self.show(sid)['OS-EXT-SRV-ATTR:instance_name']
@@ -96,8 +102,7 @@ class CutoverPauseBench(base.TestNovaCutover):
         sid = server['id']
         reader = self.reader('site-a', '%s_disk' % sid)
         reader.wait_advancing(ticks=20, timeout=180)
-        stop = threading.Event()
-        poller, thread = self.poll(reader, stop)
+        poller = self.poll('site-a', '%s_disk' % sid)
         time.sleep(1)
         began = time.monotonic()
         self.cloud.openstack_plain(
@@ -105,14 +110,15 @@ class CutoverPauseBench(base.TestNovaCutover):
             '--live-migration', '--host', 'site-a-h2', '--wait', sid)
         took = time.monotonic() - began
         reader.wait_advancing(ticks=20, timeout=120)
+        guest_gap = reader.largest_guest_gap(reader.read_ring())
         time.sleep(1)
-        stop.set()
-        thread.join()
+        poller.stop()
         gap, before = poller.largest_gap()
         return {'kind': 'plain', 'from': 'site-a-h1', 'to': 'site-a-h2',
                 'pause_ms': round(gap * 1000),
                 'counter_before_pause': before,
                 'libvirt_downtime_ms': self.downtime_ms('site-a-h2', sid),
+                'guest_clock_gap_ms': _ms(guest_gap),
                 'cli_seconds': round(took, 1)}
 
     # --- a FedEx cutover ----------------------------------------------------------
@@ -123,44 +129,53 @@ class CutoverPauseBench(base.TestNovaCutover):
         image = '%s_disk' % sid
         at_a = self.reader('site-a', image)
         at_a.wait_advancing(ticks=20, timeout=180)
-        stop = threading.Event()
-        poll_a, thread_a = self.poll(at_a, stop)
-        poll_b, thread_b = self.poll(self.reader('site-b', image), stop)
+        poll_a = self.poll('site-a', image)
+        poll_b = self.poll('site-b', image)
         injected = {}
-
-        def inject():
-            # Once the cutover's last round is done and libvirt is about to
-            # copy the memory: data for the final delta.
-            def migrating():
-                found = [x for x in self.dep_migrations(sid)
-                         if any('nova: migrating' in e
-                                for e in self.events(x))]
-                return found and found[0]
-            self.dep.wait(migrating, 1500, 'the cutover to start',
-                          interval=0.05)
-            data = os.urandom(int(mib * (1 << 20)))
-            ioctx = self.pool('site-a', 'vms').ioctx
-            import rbd
-            t0 = time.monotonic()
-            with rbd.Image(ioctx, image) as img:
-                assert DATA_OFFSET + len(data) <= img.size()
-                assert DATA_OFFSET >= (guest_mod.RING_OFFSET +
-                                       guest_mod.SLOTS * guest_mod.SLOT)
-                img.write(data, DATA_OFFSET)
-                img.flush()
-            injected['seconds'] = time.monotonic() - t0
-        injector = threading.Thread(target=inject, daemon=True)
-        injector.start()
+        # The cutover runs in the openstack client's process; this one's
+        # main thread writes the final delta's data (librbd in one thread).
         began = time.monotonic()
-        self.migrate(sid)
+        migrating = self.migrate_async(sid)
+
+        def started():
+            if migrating.poll() is not None:
+                raise AssertionError('openstack server migrate ended before '
+                                     'the cutover started: %s' %
+                                     migrating.communicate()[1][-2000:])
+            found = [x for x in self.dep_migrations(sid)
+                     if any(e.startswith(tasks.NOVA_REQUESTED)
+                            for e in self.events(x))]
+            return found and found[0]
+        # Once the catch-up rounds are over and the conductor has asked
+        # Nova for the live migration (Nova takes seconds to begin the
+        # memory copy): data for the final delta. Written at 'nova:
+        # migrating' it came too late for a fast copy (2026-11-24 17:07:
+        # 128 KiB changed, not 1 MiB); at CUTTING_OVER, the cutover's own
+        # last catch-up round carried it (17:32).
+        data = os.urandom(int(mib * (1 << 20)))
+        assert DATA_OFFSET >= (guest_mod.RING_OFFSET +
+                               guest_mod.SLOTS * guest_mod.SLOT)
+        import rbd
+        with rbd.Image(self.pool('site-a', 'vms').ioctx, image) as img:
+            assert DATA_OFFSET + len(data) <= img.size()
+            self.dep.wait(started, 1500, 'the cutover to start',
+                          interval=0.05)
+            t0 = time.monotonic()
+            img.write(data, DATA_OFFSET)
+            img.flush()
+            injected['seconds'] = time.monotonic() - t0
+        out, err = migrating.communicate(timeout=1500)
         took = time.monotonic() - began
+        self.assertEqual(0, migrating.returncode, 'openstack server migrate: '
+                         '%s%s' % (out[-2000:], err[-3000:]))
         at_b = self.reader('site-b', image)
         at_b.wait_advancing(ticks=20, timeout=120)
+        # The guest's own clock stops while it is paused: a gap in it is
+        # time it ran without its writes landing (a lock, a slow disk).
+        guest_gap = at_b.largest_guest_gap(at_b.read_ring())
         time.sleep(1)
-        stop.set()
-        thread_a.join()
-        thread_b.join()
-        injector.join(10)
+        poll_a.stop()
+        poll_b.stop()
         m = self.dep_migrations(sid)[0]
         details = {}
         for e in self.event_rows(m):
@@ -171,6 +186,9 @@ class CutoverPauseBench(base.TestNovaCutover):
         left = poll_a.changes[-1][0]
         arrived = [t for t, c in poll_b.changes if c > last_a]
         pause = arrived[0] - left if arrived else None
+        # The wall clock (one host) of the resume at B, to the first tick.
+        wall_b = time.time() - (time.monotonic() - arrived[0]) \
+            if arrived else None
         delta = details.get('delta_applied', {})
         resumed = details.get('resumed', {})
         downtime = self.downtime_ms(base.SITE_B_HOST, sid)
@@ -188,13 +206,23 @@ class CutoverPauseBench(base.TestNovaCutover):
             'first_tick_at_b': _wall(arrived[0]) if arrived else None,
             'pause_ms': pause_ms,
             'libvirt_downtime_ms': downtime,
+            'guest_clock_gap_ms': _ms(guest_gap),
             'delta_changed_bytes': delta.get('changed'),
+            # Whether the injected data reached the final delta at all.
+            'injected_in_delta': (delta.get('changed') or 0) >= mib * (
+                1 << 20),
+            'pause_work_trigger': details.get(
+                'paused_at_destination', {}).get('trigger'),
             'delta_wire_bytes': delta.get('wire'),
             'delta_ms': round(delta['seconds'] * 1000)
             if delta.get('seconds') is not None else None,
             # From Nova seeing libvirt's COMPLETED to the guest resumed at B.
             'copy_end_to_resumed_ms': round(after_copy * 1000)
             if after_copy is not None else None,
+            # From nova_fedex resuming the guest at B to its first tick seen
+            # there (the guest's first write after the resume).
+            'resume_to_first_tick_ms': _ms(wall_b - resumed['at'])
+            if wall_b is not None and resumed.get('at') else None,
             'resume_and_checks_ms': round(
                 (after_copy - delta['seconds']) * 1000)
             if after_copy is not None and delta.get('seconds') is not None
@@ -209,6 +237,23 @@ class CutoverPauseBench(base.TestNovaCutover):
             'api_to_completed_s': round(took, 1),
             'state': m['state']}
 
+    def migrate_async(self, server_id):
+        """``openstack server migrate --fedex ... --wait``, not waited for."""
+        proc = subprocess.Popen(
+            [os.path.join(self.cloud.venv, 'bin', 'openstack'), 'server',
+             'migrate', '--live-migration', '--fedex', '--host',
+             base.SITE_B_HOST, '--cutover', 'automatic', '--wait',
+             server_id], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, text=True,
+            env=dict(os.environ, **self.cloud.client_env()))
+
+        def stop():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.addCleanup(stop)
+        return proc
+
     def dep_migrations(self, sid):
         from lsrp.manager.db import api as db
         found = db.list_(self.ctx, 'migration', sort_key='created_at',
@@ -219,6 +264,10 @@ class CutoverPauseBench(base.TestNovaCutover):
     def event_rows(self, m):
         from lsrp.manager import actions
         return actions.events_query(self.ctx, migration=m['id'], limit=1000)
+
+
+def _ms(seconds):
+    return round(seconds * 1000) if seconds is not None else None
 
 
 def _wall(monotonic):
@@ -236,10 +285,28 @@ def main():
     parser.add_argument('--deltas-mib', default='1,8')
     parser.add_argument('--wan-mbit', type=float, default=100)
     ARGS = parser.parse_args()
-    suite = unittest.TestSuite([CutoverPauseBench('test_pause')])
-    result = unittest.TextTestRunner(stream=sys.stderr,
-                                     verbosity=2).run(suite)
-    return 0 if result.wasSuccessful() else 1
+    # A crash says where (the SIGSEGV of 2026-11-24 said nothing).
+    faulthandler.enable()
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt('signal %d' % signum)
+    signal.signal(signal.SIGTERM, interrupted)
+    case = CutoverPauseBench('test_pause')
+    try:
+        result = unittest.TextTestRunner(stream=sys.stderr, verbosity=2).run(
+            unittest.TestSuite([case]))   # (setUpClass: the suite's)
+        return 0 if result.wasSuccessful() else 1
+    finally:
+        # An interrupted run skips the test's clean-ups: its servers, its
+        # fedex-api, conductor and terminals (the cloud's own fedex-api
+        # back), its polling processes. Run what is left, each once.
+        while getattr(case, '_cleanups', None):
+            function, args, kwargs = case._cleanups.pop()
+            try:
+                function(*args, **kwargs)
+            except BaseException as e:
+                print('clean-up %s: %s' % (getattr(
+                    function, '__qualname__', function), e), file=sys.stderr)
 
 
 if __name__ == '__main__':

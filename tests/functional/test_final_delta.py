@@ -12,6 +12,7 @@ import socket
 
 from lsrp import catchup
 from lsrp import exception
+from lsrp.protocol import messages as m
 from nova_fedex import final_delta
 from tests.functional import test_catchup
 
@@ -27,6 +28,14 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
         asyncio.run(engine.round(1))
 
     def test_heads_arrive_bit_exact_in_one_commit(self):
+        self._heads_arrive_bit_exact('image')
+
+    def test_rounds_begun_before_the_pause_arrive_bit_exact(self):
+        # The default: sessions and REPLICATION_START before the pause,
+        # only the blocks (each with its digest) and the commit inside it.
+        self._heads_arrive_bit_exact('blocks')
+
+    def _heads_arrive_bit_exact(self, verify):
         specs, shipment = self.seeded_group(2, 16 * MiB)
         _proc, port = self._serve()
         self.last_round(port, specs, shipment)
@@ -35,9 +44,13 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
             self.write(spec, count=4, seed=10 + seed)
         delta = final_delta.FinalDelta(
             self.sites['site-a'], self.connector(port), shipment, specs,
-            'fedex-final', streams=2, verify='image',
+            'fedex-final', streams=2, verify=verify,
             describe=('terminal-site-b', 'server-1'))
         delta.open()
+        if verify == 'blocks':
+            # Written after open(), as the guest does until it pauses.
+            for seed, spec in enumerate(specs):
+                self.write(spec, count=2, seed=20 + seed)
         try:
             delta.apply(120)
         finally:
@@ -67,13 +80,30 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
         specs, shipment = self.seeded_group(1, 8 * MiB)
         closed = []
 
+        silent = []
+
         class Silent(object):
-            """A terminal that accepts and then never answers."""
+            """A terminal that begins the round, then never answers."""
+
+            peer = 'terminal-site-b'
 
             class conn(object):
                 @staticmethod
-                async def request(*args, **kwargs):
+                async def request(type_, body, *args, **kwargs):
+                    if not silent and type_ == m.INIT_SESSION:
+                        return {'session': 1, 'snapshot': 'seed',
+                                'size': 8 * MiB}
+                    if not silent and type_ == m.REPLICATION_START:
+                        return {'offset': 0}
                     await asyncio.Event().wait()
+
+                @staticmethod
+                async def submit(*args, **kwargs):
+                    return asyncio.get_running_loop().create_future()
+
+                @staticmethod
+                def check(body, type_):
+                    return body
 
             async def close(self):
                 closed.append(self)
@@ -85,6 +115,7 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
             self.sites['site-a'], connect, shipment, specs, 'fedex-final',
             describe=('terminal-site-b', 'server-1'))
         delta.open()
+        self.write(specs[0], count=2, seed=3)
         try:
             e = self.assertRaises(exception.FinalDeltaFailed, delta.apply,
                                   0.5)
@@ -92,3 +123,13 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
             delta.close()
         self.assertIn('not done in', str(e))
         self.assertEqual(1, len(closed))      # the connection was closed
+
+        # Silent already before the pause: named then, nothing paused.
+        silent.append(True)
+        closed[:] = []
+        delta = final_delta.FinalDelta(
+            self.sites['site-a'], connect, shipment, specs, 'fedex-final',
+            describe=('terminal-site-b', 'server-1'))
+        e = self.assertRaises(exception.FinalDeltaFailed, delta.open, 0.5)
+        self.assertIn('cannot connect before the pause', str(e))
+        self.assertEqual(1, len(closed))

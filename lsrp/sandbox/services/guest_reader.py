@@ -8,6 +8,11 @@ and the largest gap between consecutive ticks: in the guest's own clock
 as seen from outside (polling, the one to trust for a pause).
 """
 
+import argparse
+import os
+import subprocess
+import sys
+import threading
 import time
 
 from lsrp.sandbox.services import guest as guest_mod
@@ -116,3 +121,112 @@ class Poller(object):
         gaps = [(b[0] - a[0], a[1]) for a, b in
                 zip(self.changes, self.changes[1:])]
         return max(gaps) if gaps else (None, None)
+
+
+class PollerProcess(object):
+    """A Poller in a process of its own: ``changes`` and ``largest_gap``.
+
+    librbd polled every 5 ms from a thread of a test process that also
+    opens images, snapshots and clusters in its main thread crashed that
+    process (SIGSEGV, 2026-11-24): here the polling process has its own
+    cluster handle and nothing else. Its times are ``time.monotonic()``
+    (CLOCK_MONOTONIC, one clock for every process of the host), so they
+    compare with the caller's. It waits for the image to appear (B's comes
+    with the import). ``stop()`` always; a context manager does it.
+    """
+
+    def __init__(self, conf, pool, image, interval=0.005, timeout=3000):
+        self.changes = []
+        self._proc = subprocess.Popen(
+            [sys.executable, '-m', __name__, '--conf', conf, '--pool', pool,
+             '--image', image, '--interval', str(interval),
+             '--timeout', str(timeout)],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+            preexec_fn=_die_with_parent)
+        # Reading a pipe is all this thread does: no librbd in it.
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self._proc.stdout:
+            when, counter = line.split()
+            self.changes.append((float(when), int(counter)))
+
+    def stop(self, timeout=10):
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._reader.join(timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    largest_gap = Poller.largest_gap
+
+
+def _die_with_parent():
+    """In the child: SIGTERM when the process that polls dies (a crash)."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _poll_main(argv=None):
+    """The polling process: one line ``<monotonic> <counter>`` per change."""
+    import rados
+    import signal
+
+    parser = argparse.ArgumentParser(description='poll a guest\'s counter')
+    parser.add_argument('--conf', required=True)
+    parser.add_argument('--pool', required=True)
+    parser.add_argument('--image', required=True)
+    parser.add_argument('--interval', type=float, default=0.005)
+    parser.add_argument('--timeout', type=float, default=3000)
+    args = parser.parse_args(argv)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    cluster = rados.Rados(conffile=args.conf)
+    cluster.connect(timeout=30)
+    deadline = time.monotonic() + args.timeout
+    ioctx = cluster.open_ioctx(args.pool)
+    try:
+        reader = GuestReader(ioctx, args.image)
+        last = None
+        while not stopping and time.monotonic() < deadline:
+            try:
+                img = reader._rbd.Image(ioctx, args.image, read_only=True)
+            except reader._rbd.ImageNotFound:
+                time.sleep(0.2)     # B's image comes with the import
+                continue
+            with img:
+                while not stopping and time.monotonic() < deadline:
+                    try:
+                        ticks = parse_ring(img.read(
+                            guest_mod.RING_OFFSET,
+                            guest_mod.SLOTS * guest_mod.SLOT))
+                    except reader._rbd.Error:
+                        time.sleep(0.2)     # removed or renamed: reopen
+                        break
+                    now = time.monotonic()
+                    if ticks and ticks[-1].counter != last:
+                        last = ticks[-1].counter
+                        sys.stdout.write('%.6f %d\n' % (now, last))
+                        sys.stdout.flush()
+                    time.sleep(args.interval)
+    finally:
+        ioctx.close()
+        cluster.shutdown()
+
+
+if __name__ == '__main__':
+    _poll_main()
+    os._exit(0)

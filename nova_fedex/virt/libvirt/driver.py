@@ -113,6 +113,7 @@ class _Cutover(object):
         self.delta = None
         self.peer = None          # libvirt connection to the destination
         self.refused = None       # why the guest proxy did not migrate
+        self.migrating = False    # libvirt's migration call was made
         self.flags = None         # the flags the migration ran with
         self.timings = {}
         # The pause's work (final delta, resume) runs once, in whichever
@@ -125,8 +126,16 @@ class _Cutover(object):
         self.failure = None       # why the pause's work failed
         self.reports = []         # (event, details) to send after it
         self.after_copy = None    # callable(): the pause's work
+        self.peer_events = None   # the destination's lifecycle callback
+        self.trigger = None       # what started the pause's work
 
     def close(self):
+        if self.peer_events is not None:
+            try:
+                self.peer.domainEventDeregisterAny(self.peer_events)
+            except Exception as e:
+                LOG.debug('deregistering the destination\'s events: %s', e)
+            self.peer_events = None
         if self.delta is not None:
             self.delta.close()
             cluster = getattr(self.delta, 'owned_cluster', None)
@@ -174,14 +183,16 @@ class _FedexGuest(object):
         flags = (flags | VIR_MIGRATE_PAUSED) & ~lv.VIR_MIGRATE_POSTCOPY
         cutover.flags = flags
         cutover.timings['migrate'] = time.monotonic()
+        cutover.migrating = True
         result = self._guest.migrate(
             destination, migrate_uri=migrate_uri, migrate_disks=migrate_disks,
             destination_xml=destination_xml, flags=flags,
             bandwidth=bandwidth, parallel=parallel)
         # The memory is copied and the source QEMU stopped: the pause has
-        # begun. Do its work now rather than at Nova's next poll.
+        # begun. Do its work now rather than at Nova's next poll (usually
+        # begun already, on the destination's event: see _fedex_watch).
         if cutover.after_copy is not None:
-            cutover.after_copy()
+            cutover.after_copy('migrate returned')
         return result
 
 
@@ -470,7 +481,39 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         except Exception:
             cutover.close()
             raise
+        self._fedex_watch(cutover, instance)
         return cutover
+
+    def _fedex_watch(self, cutover, instance):
+        """Start the pause's work on the destination's "paused" event.
+
+        libvirt's migration call returns only after its Finish at B and its
+        Confirm at A (which kills the source QEMU): a few hundred ms the
+        guest sits paused for nothing. B's QEMU finishes loading only after
+        the source QEMU sent its last bytes, and it sends them only after it
+        flushed and inactivated its disks (the same guarantee that lets a
+        stock migration resume the destination before Confirm): so once
+        libvirt at B reports the guest paused at the end of the incoming
+        migration, A's images are final. Without the event (it never comes,
+        or cannot be registered) the work starts when the call returns.
+        """
+        lv = _libvirt()
+
+        def lifecycle(conn, dom, event, detail, opaque):
+            # libvirt's event thread: hand over at once.
+            if (cutover.migrating and event == lv.VIR_DOMAIN_EVENT_SUSPENDED
+                    and dom.UUIDString() == instance.uuid):
+                threading.Thread(
+                    target=cutover.after_copy, name='fedex-pause',
+                    args=('destination paused (detail %d)' % detail,),
+                    daemon=True).start()
+        try:
+            cutover.peer_events = cutover.peer.domainEventRegisterAny(
+                None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE, lifecycle, None)
+        except Exception as e:
+            LOG.warning('FedEx: no lifecycle events from the destination '
+                        '(%s): the final delta starts when libvirt\'s '
+                        'migration call returns', e, instance=instance)
 
     def _live_migration_operation(self, context, instance, dest,
                                   block_migration, migrate_data, guest,
@@ -493,7 +536,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         return recover_method(context, instance, dest, migrate_data,
                               *args, **kwargs)
 
-    def _fedex_pause_work(self, cutover, instance):
+    def _fedex_pause_work(self, cutover, instance, trigger='monitor'):
         """Inside the pause: the final delta, then the resume at B.
 
         Runs once (see ``_Cutover.pause_lock``); never raises: a failure is
@@ -506,6 +549,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                 claimed = False
             else:
                 cutover.pause_claimed = claimed = True
+                cutover.trigger = trigger
         if not claimed:
             cutover.pause_done.wait(CONF.fedex.final_delta_timeout + 60)
             return
@@ -518,7 +562,8 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
 
     def _fedex_pause_work_once(self, cutover, instance):
         paused_at = time.monotonic()
-        cutover.reports.append(('paused_at_destination', {}))
+        cutover.reports.append(('paused_at_destination', {
+            'trigger': cutover.trigger, 'at': time.time()}))
         try:
             self._fedex_wait_source_stopped(instance)
             cutover.delta.apply(CONF.fedex.final_delta_timeout)
@@ -545,7 +590,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             return
         now = time.monotonic()
         cutover.reports.append(('resumed', dict(
-            pause_seconds=now - paused_at,
+            at=time.time(), pause_seconds=now - paused_at,
             resume_seconds=now - delta_done,
             wait_source_seconds=cutover.timings['delta'] -
             cutover.delta.seconds)))
@@ -608,10 +653,17 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             return None
 
     def _fedex_wait_source_stopped(self, instance, timeout=10):
+        """The source guest's vCPUs are stopped (paused or gone).
+
+        A check, not the proof: that is the destination's end of the
+        incoming migration or libvirt's call returning (_fedex_watch).
+        """
         deadline = time.monotonic() + timeout
         while True:
             try:
-                if not self._host.get_guest(instance).is_active():
+                guest = self._host.get_guest(instance)
+                if not guest.is_active() or guest.get_power_state(
+                        self._host) != power_state.RUNNING:
                     return
             except nova_exception.InstanceNotFound:
                 return
