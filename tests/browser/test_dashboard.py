@@ -32,14 +32,18 @@ FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
 # Past the courier's delivery: from here the row is polled to the end of
 # the catch-up (IN_TRANSIT and earlier settled states are not polled).
 AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
-# The writer changes the image about as fast as the rate cap lets a round
-# send it, so each round's remainder stays above the cutover threshold
-# (8 MiB) and the catch-up does not converge until the writer stops (or
-# max_rounds). The writer asks for 4 MiB/s but reached 1.4 then 0.9 MB/s
-# on the loaded machine: with a cap of 2 MiB/s the rounds shrank (24.9,
-# 16.8, 7.5 MB) and it converged in 3 rounds, 24 s, between two polls.
+# The catch-up of the member's migration must stay in CATCHING_UP until
+# test 8 pauses the writer, by design, on a loaded machine as on a quiet
+# one: its convergence threshold (16 KiB) is a quarter of one of the
+# writer's blocks (64 KiB), so a round converges only if nothing at all
+# was written during it; max_rounds (1000) keeps it from going READY
+# anyway. (With the defaults, 8 MiB and a 2 MiB/s cap, the writer's 0.9 to
+# 1.4 MB/s on a loaded machine converged in 3 rounds, 24 s, between two
+# polls of the page.)
 WRITE_RATE = 4 * MIB
 RATE_CAP_MIB = 1
+THRESHOLD_MIB = '0.015625'
+MAX_ROUNDS = 1000
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
 
@@ -176,6 +180,8 @@ class TestDashboard(base.BrowserTestCase):
         b.select('#id_source_site', 'site-a')
         b.select('#id_dest_site', 'site-b')
         b.fill('#id_rate_cap', str(RATE_CAP_MIB))
+        b.fill('#id_threshold_mib', THRESHOLD_MIB)
+        b.fill('#id_max_rounds', str(MAX_ROUNDS))
         b.fill('#id_disk_gib', '500')
         b.fill('#id_wan_mbit', '44.76')
         b.click('#fedex-preview')
@@ -195,6 +201,9 @@ class TestDashboard(base.BrowserTestCase):
         self.assertEqual([{'server_id': self.web}],
                          [{'server_id': s['server_id']}
                           for s in mine[0]['servers']])
+        self.assertEqual((16 << 10, MAX_ROUNDS, RATE_CAP_MIB * MIB), tuple(
+            mine[0]['options'][k]
+            for k in ('threshold_bytes', 'max_rounds', 'rate_cap')))
         b.find(row(mine[0]['id']))
         b.shot('member1-created')
 
@@ -221,22 +230,31 @@ class TestDashboard(base.BrowserTestCase):
         b.driver.execute_script('window.fedexNotReloaded = true;')
 
         def catching_up(driver):
+            # Two rounds past the first seen: the row then shows a rate
+            # and the next round's ETA of rounds the page followed.
             try:
+                progress = self.cell_text(mid, 'progress')
                 return (self.cell_text(mid, 'state') == 'CATCHING_UP'
-                        and int(self.cell_text(mid, 'rounds')) > rounds0
-                        and '/s' in self.cell_text(mid, 'progress'))
+                        and int(self.cell_text(mid, 'rounds')) > rounds0 + 1
+                        and '/s' in progress
+                        and 'next round ETA -' not in progress)
             except Exception:   # the row is being replaced
                 return False
         b.wait(catching_up, DRIVE_TIMEOUT,
-               'CATCHING_UP with a new round in the row of %s' % mid)
+               'CATCHING_UP with new rounds in the row of %s' % mid)
         self.assertTrue(b.driver.execute_script(
             'return window.fedexNotReloaded === true;'),
             'the page was reloaded: the row did not refresh by itself')
         # The last event column: what the manager recorded last.
         self.assertNotIn(self.cell_text(mid, 'last_event'), ('', '-'))
-        b.shot('member1-catching-up')
+        progress = self.cell_text(mid, 'progress')
+        self.assertRegex(progress, r'round \d+: [\d.]+ [KM]iB')
+        self.assertIn('next round ETA', progress)
+        # The docs' screenshot (doc/source/images/).
+        b.shot('migrations-catching-up', numbered=False)
         m = self.migration(mid)
-        self.assertGreaterEqual(m['rounds'], 1)
+        self.assertGreaterEqual(m['rounds'], 2)
+        self.assertEqual('CATCHING_UP', m['state'])
 
     def test_3_the_catchup_tab_charts_the_managers_rounds(self):
         mid = self.p1['id']
