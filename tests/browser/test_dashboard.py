@@ -3,9 +3,10 @@ mini-cloud: its Keystone (real users), fedex-api (its policy, the sandbox
 manager's database), Horizon under uwsgi, and the sandbox's real manager
 (fedex-conductor, a terminal agent per site, the simulated courier).
 
-A member creates, from the panel's form, the migration of a "server" (its
-root disk ``vms/<server>_disk``, an RBD image at site-a that a writer keeps
-changing); the manager exports it to devices, ships them, imports and
+A member creates, from the panel's form, the migration of a real Nova
+server of the cloud (the tiny guest, booted at site-a; fedex-api's
+preflight asks Nova for it), whose root disk ``vms/<server>_disk`` a writer
+in the test also keeps changing; the manager exports it to devices, ships them, imports and
 catches up while the migrations page refreshes the row by itself; the
 catch-up tab charts the rounds the manager recorded; the member approves
 the cutover. A member of another project sees only their own migration; a
@@ -46,6 +47,8 @@ THRESHOLD_MIB = '0.015625'
 MAX_ROUNDS = 1000
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
+# Where the servers boot (the mini-cloud's first compute host of site-a).
+SITE_A_HOST = 'site-a-h1'
 
 
 def row(mid):
@@ -63,13 +66,12 @@ class TestDashboard(base.BrowserTestCase):
         super().setUpClass()
         cls.addClassCleanup(cls.clean_up)
         cls.tag = uuid.uuid4().hex[:6]
-        cls.images, cls.created = [], []
+        cls.images, cls.created, cls.servers = [], [], []
         cls.writer = None
-        cls.web, cls.db = 'web-%s' % cls.tag, 'db-%s' % cls.tag
         # Each migration takes its devices (data and parity) for good.
         cls.blank_devices(6)
-        cls.server(cls.web, 32 * MIB)
-        cls.server(cls.db, 8 * MIB)
+        cls.web = cls.server('web-%s' % cls.tag)
+        cls.db = cls.server('db-%s' % cls.tag)
         cls.writer = demo.Writer(cls.stack.clusters['site-a'],
                                  ['vms/%s_disk' % cls.web], WRITE_RATE)
         cls.writer.start()
@@ -104,14 +106,20 @@ class TestDashboard(base.BrowserTestCase):
             time.sleep(2)
 
     @classmethod
-    def server(cls, name, size):
-        """A server's root disk at site-a, half of it written."""
-        with cls.stack.clusters['site-a'].pool('vms') as p:
-            p.create_image('%s_disk' % name, size)
-            cls.images.append('%s_disk' % name)
-            with p.open_image('%s_disk' % name) as img:
-                for off in range(0, size, 2 * MIB):
-                    img.write(off, os.urandom(MIB))
+    def server(cls, name):
+        """A real server of the cloud at site-a (the tiny guest); its id.
+
+        Its disk is the guest's (a kernel and initramfs outside it): the
+        guest ticks into a ring at 1 MiB, the test's writer may write
+        anywhere else in the 1 GiB without harming it.
+        """
+        server = cls.stack.cloud.openstack(
+            'server', 'create', '--flavor', 'm1.mini', '--image', 'guest',
+            '--nic', 'none', '--availability-zone', 'site-a:%s' % SITE_A_HOST,
+            '--wait', name, timeout=900)
+        cls.servers.append(server['id'])
+        cls.images.append('%s_disk' % server['id'])
+        return server['id']
 
     @classmethod
     def clean_up(cls):
@@ -129,6 +137,10 @@ class TestDashboard(base.BrowserTestCase):
         while cls.created and time.monotonic() < deadline and any(
                 cls.state(mid) not in FINAL for mid in cls.created):
             time.sleep(3)
+        for sid in cls.servers:
+            # An admin may delete a server its migration locked in Nova.
+            cls.stack.cloud.openstack_plain('server', 'delete', '--wait', sid,
+                                            check=False)
         for site in ('site-a', 'site-b'):
             with cls.stack.clusters[site].pool('vms') as p:
                 for name in cls.images:
