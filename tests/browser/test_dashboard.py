@@ -35,15 +35,20 @@ FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
 AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
 # The catch-up of the member's migration must stay in CATCHING_UP until
 # test 8 pauses the writer, by design, on a loaded machine as on a quiet
-# one: its convergence threshold (16 KiB) is a quarter of one of the
-# writer's blocks (64 KiB), so a round converges only if nothing at all
-# was written during it; max_rounds (1000) keeps it from going READY
-# anyway. (With the defaults, 8 MiB and a 2 MiB/s cap, the writer's 0.9 to
-# 1.4 MB/s on a loaded machine converged in 3 rounds, 24 s, between two
-# polls of the page.)
+# one. The convergence threshold (192 KiB) is below one of the writer's
+# blocks (256 KiB) and above the guest's own writes (its tick ring is
+# 128 KiB): a round converges only if the writer wrote nothing at all
+# while the previous one ran (it writes every 1/16 s plus the write's
+# latency; a round took 0.6 to 2.7 s at load 60). Its writes stay in a
+# 16 MiB span, so a round sends at most 16 MiB (16 s at the 1 MiB/s cap)
+# however fast it writes. max_rounds (1000) keeps the catch-up from going
+# READY anyway. (With the defaults, 8 MiB and 10 rounds, it converged in
+# 3 rounds, 24 s, between two polls of the page.)
 WRITE_RATE = 4 * MIB
+WRITE_BLOCK = 256 << 10
+WRITE_SPAN = (4 * MIB, 20 * MIB)        # the guest's ring is at 1 MiB
 RATE_CAP_MIB = 1
-THRESHOLD_MIB = '0.015625'
+THRESHOLD_MIB = '0.1875'
 MAX_ROUNDS = 1000
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
@@ -73,7 +78,8 @@ class TestDashboard(base.BrowserTestCase):
         cls.web = cls.server('web-%s' % cls.tag)
         cls.db = cls.server('db-%s' % cls.tag)
         cls.writer = demo.Writer(cls.stack.clusters['site-a'],
-                                 ['vms/%s_disk' % cls.web], WRITE_RATE)
+                                 ['vms/%s_disk' % cls.web], WRITE_RATE,
+                                 block=WRITE_BLOCK, span=WRITE_SPAN)
         cls.writer.start()
         cls.p2 = cls.api('fedex-member2', 'POST', '/v1/migrations', json={
             'name': 'p2-%s' % cls.db, 'servers': [cls.db],
@@ -213,7 +219,7 @@ class TestDashboard(base.BrowserTestCase):
         self.assertEqual([{'server_id': self.web}],
                          [{'server_id': s['server_id']}
                           for s in mine[0]['servers']])
-        self.assertEqual((16 << 10, MAX_ROUNDS, RATE_CAP_MIB * MIB), tuple(
+        self.assertEqual((192 << 10, MAX_ROUNDS, RATE_CAP_MIB * MIB), tuple(
             mine[0]['options'][k]
             for k in ('threshold_bytes', 'max_rounds', 'rate_cap')))
         b.find(row(mine[0]['id']))
