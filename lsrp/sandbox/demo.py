@@ -58,9 +58,11 @@ class Writer(threading.Thread):
     ``pause()`` returns once the writer is idle between two writes.
     """
 
-    def __init__(self, cluster, specs, rate):
+    def __init__(self, cluster, specs, rate, block=64 << 10, span=None):
+        """``span``: (start, end) bytes the writes fall in (whole image)."""
         super().__init__(daemon=True)
         self.cluster, self.specs, self.rate = cluster, specs, rate
+        self.block, self.span = block, span
         self.running = threading.Event()
         self.running.set()
         self.stopped = threading.Event()
@@ -76,7 +78,7 @@ class Writer(threading.Thread):
 
     def run(self):
         rng = random.Random(1)
-        block = 64 << 10
+        block = self.block
         images = []
         try:
             for spec in self.specs:
@@ -90,7 +92,8 @@ class Writer(threading.Thread):
                     continue
                 self.idle.clear()
                 _, img = rng.choice(images)
-                img.write(rng.randrange(0, img.size() // block) * block,
+                start, end = self.span or (0, img.size())
+                img.write(rng.randrange(start // block, end // block) * block,
                           os.urandom(block))
                 self.written += block
                 time.sleep(block / self.rate)

@@ -25,6 +25,12 @@ FLAGS = ('--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic',
 class Browser(object):
 
     def __init__(self, base_url, shots_dir):
+        # Missing binaries fail the tests (never a skip), saying what to do.
+        for binary in (CHROMIUM, CHROMEDRIVER):
+            if not os.access(binary, os.X_OK):
+                raise AssertionError('%s is missing: run ./tools/install.sh '
+                                     '(Debian chromium, chromium-driver)'
+                                     % binary)
         # Selenium Manager must never try to download a driver (offline).
         os.environ['SE_OFFLINE'] = 'true'
         self.base_url = base_url
@@ -68,9 +74,10 @@ class Browser(object):
                   'login of %s' % user)
         self.user = user
 
-    def shot(self, name):
+    def shot(self, name, numbered=True):
+        """A screenshot: ``NN-name.png``, or ``name.png`` for the docs."""
         path = os.path.join(self.shots_dir, '%02d-%s.png' % (
-            len(self.shots) + 1, name))
+            len(self.shots) + 1, name) if numbered else name + '.png')
         self.driver.save_screenshot(path)
         self.shots.append(path)
         return path

@@ -3,9 +3,10 @@ mini-cloud: its Keystone (real users), fedex-api (its policy, the sandbox
 manager's database), Horizon under uwsgi, and the sandbox's real manager
 (fedex-conductor, a terminal agent per site, the simulated courier).
 
-A member creates, from the panel's form, the migration of a "server" (its
-root disk ``vms/<server>_disk``, an RBD image at site-a that a writer keeps
-changing); the manager exports it to devices, ships them, imports and
+A member creates, from the panel's form, the migration of a real Nova
+server of the cloud (the tiny guest, booted at site-a; fedex-api's
+preflight asks Nova for it), whose root disk ``vms/<server>_disk`` a writer
+in the test also keeps changing; the manager exports it to devices, ships them, imports and
 catches up while the migrations page refreshes the row by itself; the
 catch-up tab charts the rounds the manager recorded; the member approves
 the cutover. A member of another project sees only their own migration; a
@@ -32,16 +33,27 @@ FINAL = ('COMPLETED', 'CLEANED', 'FAILED', 'ABORTED')
 # Past the courier's delivery: from here the row is polled to the end of
 # the catch-up (IN_TRANSIT and earlier settled states are not polled).
 AFTER_DELIVERY = ('DELIVERED', 'IMPORTING', 'CATCHING_UP')
-# The writer changes the image about as fast as the rate cap lets a round
-# send it, so each round's remainder stays above the cutover threshold
-# (8 MiB) and the catch-up does not converge until the writer stops (or
-# max_rounds). The writer asks for 4 MiB/s but reached 1.4 then 0.9 MB/s
-# on the loaded machine: with a cap of 2 MiB/s the rounds shrank (24.9,
-# 16.8, 7.5 MB) and it converged in 3 rounds, 24 s, between two polls.
+# The catch-up of the member's migration must stay in CATCHING_UP until
+# test 8 pauses the writer, by design, on a loaded machine as on a quiet
+# one. The convergence threshold (192 KiB) is below one of the writer's
+# blocks (256 KiB) and above the guest's own writes (its tick ring is
+# 128 KiB): a round converges only if the writer wrote nothing at all
+# while the previous one ran (it writes every 1/16 s plus the write's
+# latency; a round took 0.6 to 2.7 s at load 60). Its writes stay in a
+# 16 MiB span, so a round sends at most 16 MiB (16 s at the 1 MiB/s cap)
+# however fast it writes. max_rounds (1000) keeps the catch-up from going
+# READY anyway. (With the defaults, 8 MiB and 10 rounds, it converged in
+# 3 rounds, 24 s, between two polls of the page.)
 WRITE_RATE = 4 * MIB
+WRITE_BLOCK = 256 << 10
+WRITE_SPAN = (4 * MIB, 20 * MIB)        # the guest's ring is at 1 MiB
 RATE_CAP_MIB = 1
+THRESHOLD_MIB = '0.1875'
+MAX_ROUNDS = 1000
 # The sandbox's manager on a loaded machine: export, courier, import.
 DRIVE_TIMEOUT = 900
+# Where the servers boot (the mini-cloud's first compute host of site-a).
+SITE_A_HOST = 'site-a-h1'
 
 
 def row(mid):
@@ -59,15 +71,15 @@ class TestDashboard(base.BrowserTestCase):
         super().setUpClass()
         cls.addClassCleanup(cls.clean_up)
         cls.tag = uuid.uuid4().hex[:6]
-        cls.images, cls.created = [], []
+        cls.images, cls.created, cls.servers = [], [], []
         cls.writer = None
-        cls.web, cls.db = 'web-%s' % cls.tag, 'db-%s' % cls.tag
         # Each migration takes its devices (data and parity) for good.
         cls.blank_devices(6)
-        cls.server(cls.web, 32 * MIB)
-        cls.server(cls.db, 8 * MIB)
+        cls.web = cls.server('web-%s' % cls.tag)
+        cls.db = cls.server('db-%s' % cls.tag)
         cls.writer = demo.Writer(cls.stack.clusters['site-a'],
-                                 ['vms/%s_disk' % cls.web], WRITE_RATE)
+                                 ['vms/%s_disk' % cls.web], WRITE_RATE,
+                                 block=WRITE_BLOCK, span=WRITE_SPAN)
         cls.writer.start()
         cls.p2 = cls.api('fedex-member2', 'POST', '/v1/migrations', json={
             'name': 'p2-%s' % cls.db, 'servers': [cls.db],
@@ -100,14 +112,20 @@ class TestDashboard(base.BrowserTestCase):
             time.sleep(2)
 
     @classmethod
-    def server(cls, name, size):
-        """A server's root disk at site-a, half of it written."""
-        with cls.stack.clusters['site-a'].pool('vms') as p:
-            p.create_image('%s_disk' % name, size)
-            cls.images.append('%s_disk' % name)
-            with p.open_image('%s_disk' % name) as img:
-                for off in range(0, size, 2 * MIB):
-                    img.write(off, os.urandom(MIB))
+    def server(cls, name):
+        """A real server of the cloud at site-a (the tiny guest); its id.
+
+        Its disk is the guest's (a kernel and initramfs outside it): the
+        guest ticks into a ring at 1 MiB, the test's writer may write
+        anywhere else in the 1 GiB without harming it.
+        """
+        server = cls.stack.cloud.openstack(
+            'server', 'create', '--flavor', 'm1.mini', '--image', 'guest',
+            '--nic', 'none', '--availability-zone', 'site-a:%s' % SITE_A_HOST,
+            '--wait', name, timeout=900)
+        cls.servers.append(server['id'])
+        cls.images.append('%s_disk' % server['id'])
+        return server['id']
 
     @classmethod
     def clean_up(cls):
@@ -125,6 +143,10 @@ class TestDashboard(base.BrowserTestCase):
         while cls.created and time.monotonic() < deadline and any(
                 cls.state(mid) not in FINAL for mid in cls.created):
             time.sleep(3)
+        for sid in cls.servers:
+            # An admin may delete a server its migration locked in Nova.
+            cls.stack.cloud.openstack_plain('server', 'delete', '--wait', sid,
+                                            check=False)
         for site in ('site-a', 'site-b'):
             with cls.stack.clusters[site].pool('vms') as p:
                 for name in cls.images:
@@ -176,6 +198,8 @@ class TestDashboard(base.BrowserTestCase):
         b.select('#id_source_site', 'site-a')
         b.select('#id_dest_site', 'site-b')
         b.fill('#id_rate_cap', str(RATE_CAP_MIB))
+        b.fill('#id_threshold_mib', THRESHOLD_MIB)
+        b.fill('#id_max_rounds', str(MAX_ROUNDS))
         b.fill('#id_disk_gib', '500')
         b.fill('#id_wan_mbit', '44.76')
         b.click('#fedex-preview')
@@ -195,6 +219,9 @@ class TestDashboard(base.BrowserTestCase):
         self.assertEqual([{'server_id': self.web}],
                          [{'server_id': s['server_id']}
                           for s in mine[0]['servers']])
+        self.assertEqual((192 << 10, MAX_ROUNDS, RATE_CAP_MIB * MIB), tuple(
+            mine[0]['options'][k]
+            for k in ('threshold_bytes', 'max_rounds', 'rate_cap')))
         b.find(row(mine[0]['id']))
         b.shot('member1-created')
 
@@ -221,22 +248,31 @@ class TestDashboard(base.BrowserTestCase):
         b.driver.execute_script('window.fedexNotReloaded = true;')
 
         def catching_up(driver):
+            # Two rounds past the first seen: the row then shows a rate
+            # and the next round's ETA of rounds the page followed.
             try:
+                progress = self.cell_text(mid, 'progress')
                 return (self.cell_text(mid, 'state') == 'CATCHING_UP'
-                        and int(self.cell_text(mid, 'rounds')) > rounds0
-                        and '/s' in self.cell_text(mid, 'progress'))
+                        and int(self.cell_text(mid, 'rounds')) > rounds0 + 1
+                        and '/s' in progress
+                        and 'next round ETA -' not in progress)
             except Exception:   # the row is being replaced
                 return False
         b.wait(catching_up, DRIVE_TIMEOUT,
-               'CATCHING_UP with a new round in the row of %s' % mid)
+               'CATCHING_UP with new rounds in the row of %s' % mid)
         self.assertTrue(b.driver.execute_script(
             'return window.fedexNotReloaded === true;'),
             'the page was reloaded: the row did not refresh by itself')
         # The last event column: what the manager recorded last.
         self.assertNotIn(self.cell_text(mid, 'last_event'), ('', '-'))
-        b.shot('member1-catching-up')
+        progress = self.cell_text(mid, 'progress')
+        self.assertRegex(progress, r'round \d+: [\d.]+ [KM]iB')
+        self.assertIn('next round ETA', progress)
+        # The docs' screenshot (doc/source/images/).
+        b.shot('migrations-catching-up', numbered=False)
         m = self.migration(mid)
-        self.assertGreaterEqual(m['rounds'], 1)
+        self.assertGreaterEqual(m['rounds'], 2)
+        self.assertEqual('CATCHING_UP', m['state'])
 
     def test_3_the_catchup_tab_charts_the_managers_rounds(self):
         mid = self.p1['id']

@@ -38,6 +38,9 @@ class ProjectMigrationsTests(base.TestCase):
         self.assertIn('40.0%', html)
         self.assertIn('12.0 MiB/s', html)
         self.assertIn('8m 20s', html)          # ETA of 500 s
+        # In the catch-up: the round, what it sent, the next round's ETA.
+        self.assertIn('round 3: 50.0 MiB', html)
+        self.assertIn('next round ETA 8m 20s', html)
         # Only the migration ready for cutover offers the approval.
         self.assertIn('migrations__row_m-2__action_approve_cutover', html)
         self.assertNotIn('migrations__row_m-1__action_approve_cutover', html)
@@ -210,13 +213,19 @@ class ProjectMigrationsTests(base.TestCase):
         res = self.client.post(CREATE, {
             'name': 'wave-1', 'servers': 'a b', 'source_site': 'site-a',
             'dest_site': 'site-b', 'cutover': 'automatic',
-            'downtime_budget': 2, 'rate_cap': 10})
+            'downtime_budget': 2, 'rate_cap': 10, 'threshold_mib': 0.25,
+            'max_rounds': 500})
         self.assertNoFormErrors(res)
         self.assertRedirectsNoFollow(res, str(INDEX))
         m_create.assert_called_once_with(
             mock.ANY, ['a', 'b'], 'site-a', 'site-b', name='wave-1',
-            options={'cutover': 'automatic', 'downtime_budget': 2.0,
-                     'rate_cap': 10 * 1024 ** 2})
+            options={'cutover': 'automatic', 'downtime_budget': 2,
+                     'rate_cap': 10 * 1024 ** 2,
+                     'threshold_bytes': 256 * 1024, 'max_rounds': 500})
+        # Whole numbers, as fedex-api's option check wants them.
+        options = m_create.call_args[1]['options']
+        self.assertIsInstance(options['downtime_budget'], int)
+        self.assertIsInstance(options['threshold_bytes'], int)
 
     @mock.patch(API + 'migration_create')
     def test_create_refused_by_preflight_keeps_the_form(self, m_create,

@@ -1203,9 +1203,12 @@ def one_round(task_, ctx, m, generation, kind='catchup_round'):
         params = dict(round_params(ctx, m), number=number)
         result = task_.op(ctx, m, generation, m['source_terminal_id'], kind,
                           '%s.%s.%d' % (m['id'], kind, number), params)
+    rate = result.get('wire_rate')
+    # In the catch-up the ETA is that of the next round (what the writers
+    # dirty at this round's rate): whether it converges is the rounds' job.
     values = {'rounds': number, 'last_snapshot': result['snapshot'],
-              'last_round_bytes': result['wire_bytes'],
-              'rate': result.get('wire_rate')}
+              'last_round_bytes': result['wire_bytes'], 'rate': rate,
+              'eta_seconds': result['estimate'] / rate if rate else None}
     m = db.update(ctx, 'migration', m['id'], values)
     db.add_event(ctx, 'migration', m['id'], 'progress',
                  'round %d: %d bytes changed, %d on the wire in %.1f s; '

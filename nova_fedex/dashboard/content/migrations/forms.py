@@ -31,11 +31,21 @@ class CreateMigrationForm(forms.SelfHandlingForm):
             ('automatic', _('As soon as the servers are ready'))),
         help_text=_('Whether the final pause (about a second) waits for '
                     'your approval.'))
-    downtime_budget = forms.FloatField(
-        label=_('Downtime budget (s)'), required=False, min_value=0.1,
+    # fedex-api takes whole seconds (options.validate): a float was refused.
+    downtime_budget = forms.IntegerField(
+        label=_('Downtime budget (s)'), required=False, min_value=1,
         help_text=_('The longest pause the servers may see at cutover.'))
     rate_cap = forms.IntegerField(
         label=_('WAN rate cap (MiB/s)'), required=False, min_value=1)
+    threshold_mib = forms.FloatField(
+        label=_('Convergence threshold (MiB)'), required=False, min_value=0,
+        help_text=_('The catch-up is over when a round is expected to send '
+                    'less than this (default 8 MiB).'))
+    max_rounds = forms.IntegerField(
+        label=_('Catch-up rounds at most'), required=False, min_value=1,
+        help_text=_('Ready for cutover after this many rounds even if '
+                    'the servers write faster than the WAN sends '
+                    '(default 10).'))
     # Inputs of the plan preview only (the migration itself reads the real
     # sizes and write rates from the source cluster).
     disk_gib = forms.FloatField(
@@ -94,6 +104,10 @@ class CreateMigrationForm(forms.SelfHandlingForm):
             options['downtime_budget'] = data['downtime_budget']
         if data.get('rate_cap'):
             options['rate_cap'] = int(data['rate_cap'] * MIB)
+        if data.get('threshold_mib') is not None:
+            options['threshold_bytes'] = int(data['threshold_mib'] * MIB)
+        if data.get('max_rounds'):
+            options['max_rounds'] = data['max_rounds']
         try:
             m = fedex.migration_create(
                 request, _server_ids(data['servers']), data['source_site'],

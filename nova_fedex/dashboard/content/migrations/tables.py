@@ -37,6 +37,11 @@ def _progress(m):
         'total': units.size(p.get('bytes_total')),
         'rate': units.rate(p.get('rate')),
         'eta': units.duration(p.get('eta_seconds')),
+        # In the catch-up: what the last round sent; the ETA is the next
+        # round's (fedex-api's eta_seconds).
+        'catchup': m['state'] in ('CATCHING_UP', 'READY_FOR_CUTOVER'),
+        'rounds': p.get('rounds') or m.get('rounds') or 0,
+        'last_round': units.size(p.get('last_round_bytes')),
     })
 
 
