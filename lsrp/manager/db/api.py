@@ -684,7 +684,19 @@ def devices_of(ctx, shipment_id):
 # --- operations (terminal work, idempotent by id) -----------------------------
 
 def operation_start(ctx, op_id, migration_id, terminal, kind):
-    """Record operation ``op_id`` (once); returns it as a dict."""
+    """Record operation ``op_id`` (once); returns it as a dict.
+
+    The migrations of one shipment group start the group's operations
+    (its import) at the same moment: the one whose insert loses the race
+    counts an attempt on the row the other made.
+    """
+    try:
+        return _operation_start(ctx, op_id, migration_id, terminal, kind)
+    except db_exc.DBDuplicateEntry:
+        return _operation_start(ctx, op_id, migration_id, terminal, kind)
+
+
+def _operation_start(ctx, op_id, migration_id, terminal, kind):
     with writer(ctx) as session:
         row = session.get(models.Operation, op_id)
         if row is None:
