@@ -173,7 +173,7 @@ class TestShipments(base.ManagerTestCase):
                       ('HANDED_TO_CARRIER', 'IN_TRANSIT'))
         # Delivered later; the destination terminal wipes them.
         self.dep.wait(lambda: actions.shipment_show(
-            self.ctx, s['id'])['state'] == 'ERASED', 120,
+            self.ctx, s['id'])['state'] == 'ERASED', 300,
             'the shipment ERASED after its return')
         devices = actions.device_list(self.ctx)
         self.assertEqual(3, len(devices))
