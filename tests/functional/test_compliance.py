@@ -163,16 +163,7 @@ class TestRbdImage(contract.SourceContract, base.FunctionalTestCase):
     def make_sources(self, contents):
         pool, name = self.new_image(contract.SIZE)
         self.image = name
-        with pool.open_image(name) as img:
-            for offset, data in contents.s1_pieces:
-                img.write(offset, data)
-            img.create_snapshot('s1')
-            for offset, data in contents.s2_pieces:
-                if isinstance(data, int):
-                    img.zero(offset, data)
-                else:
-                    img.write(offset, data)
-            img.create_snapshot('s2')
+        write_sources(pool, name, contents)
         sources = [pool.open_image(name, snapshot=s) for s in ('s1', 's2')]
         for s in sources:
             self.addCleanup(s.close)
