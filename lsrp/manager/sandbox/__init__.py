@@ -51,7 +51,7 @@ def cloud_auth(sb):
                 region_name='RegionOne')
 
 
-class SandboxManager(object):
+class SandboxManager(services_base.ServiceSet):
 
     def __init__(self, sb):
         self.sb = sb
@@ -186,12 +186,4 @@ class SandboxManager(object):
     def down(self):
         if not os.path.isdir(self.run_dir):
             return []           # never started here
-        stopped = []
-        for svc in reversed(self.services()):
-            pid = svc.stop()
-            if pid:
-                stopped.append((svc.name, pid))
-        return stopped
-
-    def status(self):
-        return [svc.status() for svc in self.services()]
+        return self.stop_services()

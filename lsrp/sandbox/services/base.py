@@ -309,3 +309,22 @@ def descendants(pid):
         except OSError:
             continue
     return out
+
+
+class ServiceSet(object):
+    """Services started in the order services() lists them, stopped in reverse."""
+
+    def services(self):
+        raise NotImplementedError
+
+    def stop_services(self):
+        """Stop in reverse order; returns [(name, pid)] of those stopped."""
+        stopped = []
+        for svc in reversed(self.services()):
+            pid = svc.stop()
+            if pid:
+                stopped.append((svc.name, pid))
+        return stopped
+
+    def status(self):
+        return [svc.status() for svc in self.services()]

@@ -213,7 +213,7 @@ def write(path, text):
     os.replace(path + '.tmp', path)
 
 
-class Cloud(object):
+class Cloud(base.ServiceSet):
     """The OpenStack services of one sandbox."""
 
     def __init__(self, sandbox, venv=None):
@@ -699,11 +699,7 @@ class Cloud(object):
                 h.stop_guests()
             except exception.FedexException as e:
                 LOG.warning('%s: %s', h.name, e)
-        stopped = []
-        for svc in reversed(self.services()):
-            pid = svc.stop()
-            if pid:
-                stopped.append((svc.name, pid))
+        stopped = self.stop_services()
         # A uWSGI worker can outlive its master: whatever of ours still
         # listens on an API port goes too.
         for svc in [self.keystone()] + self.api_services():
@@ -720,9 +716,6 @@ class Cloud(object):
             except exception.FedexException:
                 pass  # MariaDB may be gone already: its data goes too.
         shutil.rmtree(self.dir, ignore_errors=True)
-
-    def status(self):
-        return [svc.status() for svc in self.services()]
 
     # --- clients ------------------------------------------------------------
 

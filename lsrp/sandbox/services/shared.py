@@ -120,7 +120,7 @@ def _zk_ruok(port):
         return False
 
 
-class SharedServices(object):
+class SharedServices(base.ServiceSet):
     """MariaDB, RabbitMQ and ZooKeeper of one sandbox."""
 
     def __init__(self, root, base_port):
@@ -359,15 +359,7 @@ class SharedServices(object):
 
     def down(self):
         """Stop in reverse order; returns [(name, pid)] of those stopped."""
-        stopped = []
-        for svc in reversed(self.services()):
-            pid = svc.stop()
-            if pid:
-                stopped.append((svc.name, pid))
-        return stopped
-
-    def status(self):
-        return [svc.status() for svc in self.services()]
+        return self.stop_services()
 
     def destroy(self):
         self.down()

@@ -186,8 +186,9 @@ class ManagerTestCase(base.FunctionalTestCase):
         """What the simulated courier does with a shipment.
 
         A shipment dispatched already (a small export is over in a second
-        or two) keeps its dispatch time, tracking number and the events
-        sent: only what the courier will do changes.
+        or two) keeps its dispatch time, tracking number, the events sent
+        and the timetable and fate it was dispatched with unless ``plan``
+        names them: only what the courier will do changes.
         """
         path = os.path.join(self.dep.work, 'courier',
                             shipment['name'] + '.json')
@@ -197,8 +198,9 @@ class ManagerTestCase(base.FunctionalTestCase):
                 done = json.load(f)
         except (OSError, ValueError):
             done = {}
-        plan = dict(plan, **{k: done[k] for k in (
-            'dispatched_at', 'tracking', 'sent') if k in done})
+        plan = dict(done, **plan)
+        plan.update({k: done[k] for k in ('dispatched_at', 'tracking', 'sent')
+                     if k in done})
         with open(path + '.tmp', 'w') as f:
             json.dump(plan, f)
         os.replace(path + '.tmp', path)

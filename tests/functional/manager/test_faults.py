@@ -1,6 +1,5 @@
 """Faults the manager survives, with the real services."""
 
-import json
 import os
 import time
 
@@ -44,10 +43,9 @@ class TestFaults(base.ManagerTestCase):
         specs, writer, m = self.running()
         s = self.dep.wait(lambda: actions.shipment_list(self.ctx), 60,
                           'the shipment')[0]
-        plan = os.path.join(self.dep.work, 'courier', s['name'] + '.json')
-        os.makedirs(os.path.dirname(plan), exist_ok=True)
-        with open(plan, 'w') as f:
-            json.dump({'tamper_devices': [self.serials[1]]}, f)
+        # Through the helper: writing the plan over a shipment dispatched
+        # already would drop its dispatch and leave it SEALED for ever.
+        self.courier_plan(s, {'tamper_devices': [self.serials[1]]})
         self.wait_state(m, states.FAILED, timeout=180)
         m = db.get(self.ctx, 'migration', m['id'])
         self.assertIn('custody check failed', m['last_error'])
