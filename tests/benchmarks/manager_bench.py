@@ -71,6 +71,17 @@ def rss_mib(pid):
     return 0.0
 
 
+def children(pid):
+    out = []
+    try:
+        for task in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
 def tree_rss_mib(pid):
     """Peak RSS of a process plus its children (a launcher's daemon)."""
     total = rss_mib(pid)
@@ -171,6 +182,13 @@ class Bench(object):
                 if proc.alive():
                     self.peaks[name] = max(self.peaks.get(name, 0),
                                            rss_mib(proc.pid))
+                    # fedex-conductor's worker (oslo.service forks it);
+                    # an agent's children (engine subprocesses), if any.
+                    for child in children(proc.pid):
+                        key = '%s %s' % (name, 'worker' if name.startswith(
+                            'conductor') else 'child')
+                        self.peaks[key] = max(self.peaks.get(key, 0),
+                                              rss_mib(child))
             for name, pid in shared.items():
                 self.peaks[name] = max(self.peaks.get(name, 0),
                                        tree_rss_mib(pid))

@@ -419,24 +419,41 @@ class Snapshot(Prepare):
             guard(ctx, m['id'], generation, self.phase, self.allowed)
 
     def _follow(self, ctx, m, generation, lead):
-        announced = False
-        while m['state'] in (states.REQUESTED, states.SNAPSHOTTING,
-                             states.EXPORTING, states.CONSOLIDATING):
-            lead = db.get(ctx, 'migration', lead['id'])
-            if lead['state'] in (states.ABORTING, states.ABORTED):
-                raise exception.ManagerError(
-                    reason='the leader %s of shipment group %s was aborted;'
-                    ' abort this migration and create it again' % (
-                        lead['id'], shipments_mod.group_of(m)))
-            if not announced:
-                db.add_event(ctx, 'migration', m['id'], 'job',
-                             'shipment group %s: migration %s packs the '
-                             'group\'s shipments' % (
-                                 shipments_mod.group_of(m), lead['id']),
-                             migration_id=m['id'])
-                announced = True
-            time.sleep(CONF.conductor.op_poll_interval)
-            m = guard(ctx, m['id'], generation, self.phase, self.allowed)
+        """A follower: the leader packs for the group; this job parks.
+
+        Waiting here held a conductor worker for as long as the leader's
+        window, snapshot, export and seal took (a wave of followers held
+        them all). Parked, the sweeper posts the phase again at its next
+        sweep, until the leader has sealed this one (SEALED: the courier's
+        events move it on, and this phase finds nothing to do).
+        """
+        if m['state'] not in PREPARING:
+            return
+        lead = db.get(ctx, 'migration', lead['id'])
+        if lead['state'] in (states.ABORTING, states.ABORTED):
+            raise exception.ManagerError(
+                reason='the leader %s of shipment group %s was aborted;'
+                ' abort this migration and create it again' % (
+                    lead['id'], shipments_mod.group_of(m)))
+        park(ctx, m, generation, self.phase, 'shipment group %s: migration '
+             '%s packs the group\'s shipments' % (
+                 shipments_mod.group_of(m), lead['id']), kind='job')
+
+
+def park(ctx, m, generation, phase, why, kind='error'):
+    """End the job: a worker waiting for the outside world starves others.
+
+    (Each conductor runs [conductor] max_jobs phases at once: phases
+    sleeping for devices once held them all while delivered shipments
+    waited for a worker to import them.) ``why`` is an event of ``kind``,
+    once while it stays the same.
+    """
+    said = db.events(ctx, {'migration_id': m['id'], 'kind': kind})
+    if not said or said[-1]['message'] != why:
+        db.add_event(ctx, 'migration', m['id'], kind, why,
+                     migration_id=m['id'])
+    raise Parked(id=m['id'], phase=phase, generation=generation,
+                 reason=why)
 
 
 def _leader_only(ctx, m):
@@ -649,18 +666,7 @@ class Pack(Prepare):
                        'at %s' % (want, term['name']))
 
     def _park(self, ctx, m, generation, why):
-        """End the job: a worker waiting for devices starves the others.
-
-        (Each conductor runs [conductor] max_jobs phases at once: phases
-        sleeping here once held them all while delivered shipments waited
-        for a worker to import them.)
-        """
-        said = db.events(ctx, {'migration_id': m['id'], 'kind': 'error'})
-        if not said or said[-1]['message'] != why:
-            db.add_event(ctx, 'migration', m['id'], 'error', why,
-                         migration_id=m['id'])
-        raise Parked(id=m['id'], phase=self.phase, generation=generation,
-                     reason=why)
+        park(ctx, m, generation, self.phase, why)
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
         if not isinstance(result, list):
