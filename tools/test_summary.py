@@ -2,16 +2,36 @@
 """Print the last stestr run as one line: 'label: N passed, N failed, N skipped'.
 
 With --no-skips, a skipped test fails the run: functional tests must run
-against the real sandbox, never skip for lack of it.
+against the real sandbox, never skip for lack of it. The failures' names and
+the ends of their tracebacks are also kept in .stestr/failures-<label>.txt,
+which .ci/run prints last, where CI's shortened log still shows them.
 """
 
 import argparse
 import io
+import os
 import subprocess
 import sys
 
 import subunit
 import testtools
+
+
+TRACEBACK_TAIL = 25
+
+
+def keep_failures(label, failures):
+    """Write each failed test's id and the end of its traceback to a file."""
+    path = os.path.join('.stestr', 'failures-%s.txt' % label)
+    if not failures:
+        if os.path.exists(path):
+            os.unlink(path)
+        return
+    with open(path, 'w') as out:
+        for case, details in failures:
+            out.write('FAILED %s\n' % case.id())
+            lines = str(details).rstrip().splitlines()[-TRACEBACK_TAIL:]
+            out.write(''.join('    %s\n' % line for line in lines))
 
 
 def main():
@@ -30,6 +50,7 @@ def main():
     passed = summary.testsRun - failed - len(skipped)
     print('%s: %d passed, %d failed, %d skipped' % (
         args.label, passed, failed, len(skipped)))
+    keep_failures(args.label, summary.errors + summary.failures)
     if args.no_skips and skipped:
         print('%s tests must not skip: %s' % (args.label, ', '.join(skipped)),
               file=sys.stderr)
