@@ -152,7 +152,7 @@ class Bench(object):
             t for t in actions.terminal_list(self.ctx)
             if t['health'] == 'UP']) == want and len(actions.device_list(
                 self.ctx, {'state': 'BLANK'})) >= devices *
-            terminals_per_site, 120, 'terminals and devices')
+            terminals_per_site, 300, 'terminals and devices')
         threading.Thread(target=self.watch_rss, daemon=True).start()
 
     def extra_agent(self, site, n):

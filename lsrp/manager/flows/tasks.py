@@ -322,13 +322,14 @@ def _preparing(x):
 def _group(ctx, m):
     """(leader, members) of m's group being prepared (m alone if none).
 
-    A member re-shipped later (its leader long gone on) packs alone.
+    The leader is the first member still being prepared: when the first
+    is aborted while the group is packed, the next takes over its work
+    (the seed snapshot keeps the first's name). A member re-shipped later
+    (the others long gone on) packs alone.
     """
-    members = shipments_mod.members(ctx, m)
-    lead = members[0]
-    if lead['id'] != m['id'] and not _preparing(lead):
-        return m, [m]
-    return lead, [x for x in members if x['id'] == m['id'] or _preparing(x)]
+    members = [x for x in shipments_mod.members(ctx, m)
+               if x['id'] == m['id'] or _preparing(x)]
+    return members[0], members
 
 
 def _group_volumes(members):
@@ -762,6 +763,11 @@ def _export_open(task_, ctx, m, generation, members):
             continue
         if not _op_exists(ctx, _shipment_op(s, 'export')):
             _leave_out(ctx, m, members, s)
+        elif _left_behind(ctx, members, s):
+            # Exported (or cancelled mid-export) with the images of a
+            # member aborted since, maybe the leader that began it: Seal
+            # drops it and packs the others again.
+            continue
         task_.op(ctx, m, generation, m['source_terminal_id'], 'export',
                  _shipment_op(s, 'export'),
                  _engine_params(ctx, members, s))
@@ -882,11 +888,25 @@ class Seal(Prepare):
             'was packed' % (', '.join(sorted(v['source_image']
                                              for _, v in gone)),
                             ', '.join(sorted({x['id'] for x, _ in gone})))
+        self._wait_writers(ctx, m, generation, s)
         db.add_event(ctx, 'migration', m['id'], 'custody',
                      'shipment %s dropped: %s; packing the others again'
                      % (s['name'], why), migration_id=m['id'])
         _drop_shipment(self, ctx, m, generation, s, why)
         return True
+
+    def _wait_writers(self, ctx, m, generation, s):
+        """Until no export or consolidation writes ``s``'s devices.
+
+        One begun by a leader aborted since is stopped by its abort (the
+        operation ends ERROR); wiping the devices under it would let it
+        write into the next shipment's set.
+        """
+        while any(op and op['state'] not in ('DONE', 'ERROR') for op in (
+                _op_exists(ctx, _shipment_op(s, kind))
+                for kind in ('export', 'consolidate'))):
+            time.sleep(CONF.conductor.op_poll_interval)
+            guard(ctx, m['id'], generation, self.phase, self.allowed)
 
 
 class Dispatch(Prepare):
