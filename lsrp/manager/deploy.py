@@ -23,6 +23,7 @@ import uuid
 import pymysql
 
 from lsrp import exception
+from lsrp import tls
 
 BIN = os.path.dirname(sys.executable)
 
@@ -299,6 +300,38 @@ class Deployment(object):
                        ).start()
         self.processes[name] = proc
         return proc
+
+    def start_extra_agent(self, site, n, port):
+        """Terminal number ``n`` (2, 3...) of ``site``, on LSRP ``port``.
+
+        Its own name (``terminal-<site>-<n>``), certificate, slots, state
+        and key directories.
+        """
+        name = 'terminal-%s-%d' % (site, n)
+        if not os.path.exists(os.path.join(self.sb.pki, name + '.pem')):
+            tls.make_cert(self.sb.pki, name)
+        sections = self.agent_conf(site)
+        slots = self.extra_slots_dir(site, n)
+        os.makedirs(slots, exist_ok=True)
+        sections['agent'].update(name=name, slots_dir=slots,
+                                 lsrp_address='127.0.0.1:%d' % port)
+        sections['server'].update(
+            name=name, port=port,
+            tls_cert=os.path.join(self.sb.pki, name + '.pem'),
+            tls_key=os.path.join(self.sb.pki, name + '.key'))
+        sections['shipment'].update(
+            state_dir=os.path.join(self.work, 'state-%s-%d' % (site, n)),
+            key_dir=os.path.join(self.work, 'lsrp-keys-%s-%d' % (site, n)))
+        conf = self.write_conf('agent-%s-%d.conf' % (site, n), sections)
+        proc = Process(name, [os.path.join(BIN, 'lsrp-agent'),
+                              '--config-file', conf],
+                       os.path.join(self.work, 'agent-%s-%d.log' % (site, n))
+                       ).start()
+        self.processes[name] = proc
+        return proc
+
+    def extra_slots_dir(self, site, n):
+        return os.path.join(self.work, 'slots-%s-%d' % (site, n))
 
     def stop(self):
         for proc in self.processes.values():

@@ -45,6 +45,24 @@ def set_poster(poster):
 
 
 @contextlib.contextmanager
+def _hold(poster, migration_id):
+    """The poster's hold on the migration (a ZooKeeper lock), if it has one.
+
+    Yields None when held or when there is no such lock to take (no
+    poster, or one without ``hold``); the error when ZooKeeper could not
+    give it (unreachable): the caller decides what that means.
+    """
+    with contextlib.ExitStack() as stack:
+        error = None
+        if poster is not None and hasattr(poster, 'hold'):
+            try:
+                stack.enter_context(poster.hold(migration_id))
+            except Exception as e:  # noqa: ZooKeeper unreachable
+                error = e
+        yield error
+
+
+@contextlib.contextmanager
 def holding(migration_id):
     """The migration's post lock, held by its creator (yields True).
 
@@ -54,16 +72,11 @@ def holding(migration_id):
     creator's post then fails and a sweeper posts the phase).
     """
     poster = _poster
-    with contextlib.ExitStack() as stack:
-        held = False
-        if poster is not None and hasattr(poster, 'hold'):
-            try:
-                stack.enter_context(poster.hold(migration_id))
-                held = True
-            except Exception as e:  # noqa: ZooKeeper unreachable
-                LOG.warning('migration %s: no post lock: %s', migration_id,
-                            e)
-        yield held
+    with _hold(poster, migration_id) as error:
+        if error is not None:
+            LOG.warning('migration %s: no post lock: %s', migration_id,
+                        error)
+        yield error is None and hasattr(poster, 'hold')
 
 
 def post(ctx, migration_id, phase, only_if=None, held=False):
@@ -78,13 +91,7 @@ def post(ctx, migration_id, phase, only_if=None, held=False):
     ``held``: the caller holds it already (:func:`holding`).
     """
     poster = _poster
-    with contextlib.ExitStack() as stack:
-        error = None
-        if poster is not None and hasattr(poster, 'hold') and not held:
-            try:
-                stack.enter_context(poster.hold(migration_id))
-            except Exception as e:  # noqa: ZooKeeper unreachable
-                error = e
+    with _hold(None if held else poster, migration_id) as error:
         if only_if is not None:
             if error is not None:
                 LOG.warning('migration %s: not posting %s again: %s',

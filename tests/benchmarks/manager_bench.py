@@ -49,7 +49,6 @@ from lsrp.manager import states
 from lsrp.rbd import Cluster
 from lsrp.sandbox import opts as sandbox_opts
 from lsrp.sandbox import sandbox as sandbox_mod
-from lsrp import tls
 
 MiB = 1 << 20
 BIN = os.path.dirname(sys.executable)
@@ -70,6 +69,17 @@ def rss_mib(pid):
     except OSError:
         pass
     return 0.0
+
+
+def children(pid):
+    out = []
+    try:
+        for task in os.listdir('/proc/%d/task' % pid):
+            with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return out
 
 
 def tree_rss_mib(pid):
@@ -142,35 +152,15 @@ class Bench(object):
             t for t in actions.terminal_list(self.ctx)
             if t['health'] == 'UP']) == want and len(actions.device_list(
                 self.ctx, {'state': 'BLANK'})) >= devices *
-            terminals_per_site, 120, 'terminals and devices')
+            terminals_per_site, 300, 'terminals and devices')
         threading.Thread(target=self.watch_rss, daemon=True).start()
 
     def extra_agent(self, site, n):
-        """Another terminal at a site: its own name, certificate, port."""
-        name = 'terminal-%s-%d' % (site, n)
-        if not os.path.exists(os.path.join(self.sb.pki, name + '.pem')):
-            tls.make_cert(self.sb.pki, name)
-        sections = self.dep.agent_conf(site)
-        port = self.sb.port(self.args.ports + 2 + 2 * (n - 2) +
-                            (site == 'site-b'))
-        slots = os.path.join(self.work, 'slots-%s-%d' % (site, n))
-        os.makedirs(slots, exist_ok=True)
-        sections['agent'].update(name=name, slots_dir=slots,
-                                 lsrp_address='127.0.0.1:%d' % port)
-        sections['server'].update(
-            name=name, port=port,
-            tls_cert=os.path.join(self.sb.pki, name + '.pem'),
-            tls_key=os.path.join(self.sb.pki, name + '.key'))
-        sections['shipment'].update(
-            state_dir=os.path.join(self.work, 'state-%s-%d' % (site, n)),
-            key_dir=os.path.join(self.work, 'lsrp-keys-%s-%d' % (site, n)))
-        conf = self.dep.write_conf('agent-%s-%d.conf' % (site, n), sections)
-        self.dep.processes[name] = deploy.Process(
-            name, [os.path.join(BIN, 'lsrp-agent'), '--config-file', conf],
-            os.path.join(self.work, 'agent-%s-%d.log' % (site, n))).start()
+        self.dep.start_extra_agent(site, n, self.sb.port(
+            self.args.ports + 2 + 2 * (n - 2) + (site == 'site-b')))
 
     def extra_slots(self, site, n, count):
-        slots = os.path.join(self.work, 'slots-%s-%d' % (site, n))
+        slots = self.dep.extra_slots_dir(site, n)
         for _ in range(count):
             os.makedirs(os.path.join(slots, 'usb-%s-%d-%s' % (
                 site, n, uuid.uuid4().hex[:8])))
@@ -192,6 +182,13 @@ class Bench(object):
                 if proc.alive():
                     self.peaks[name] = max(self.peaks.get(name, 0),
                                            rss_mib(proc.pid))
+                    # fedex-conductor's worker (oslo.service forks it);
+                    # an agent's children (engine subprocesses), if any.
+                    for child in children(proc.pid):
+                        key = '%s %s' % (name, 'worker' if name.startswith(
+                            'conductor') else 'child')
+                        self.peaks[key] = max(self.peaks.get(key, 0),
+                                              rss_mib(child))
             for name, pid in shared.items():
                 self.peaks[name] = max(self.peaks.get(name, 0),
                                        tree_rss_mib(pid))
@@ -428,8 +425,22 @@ class Bench(object):
             sys.exit('only %d of %d migrations were created'
                      % (len(migrations), count))
 
+        last = [0.0]
+
         def done():
             got = [self.state(m) for m in migrations]
+            if time.monotonic() - last[0] >= 30:
+                # Where they are, now and then (a run stopped before its end
+                # still says how far it got).
+                last[0] = time.monotonic()
+                counts = {}
+                for s in got:
+                    counts[s] = counts.get(s, 0) + 1
+                print('%s +%4.0f s  %s  (load %s)' % (
+                    time.strftime('%H:%M:%S', time.gmtime()),
+                    time.monotonic() - begin, ', '.join(
+                        '%s %d' % kv for kv in sorted(counts.items())),
+                    load()), flush=True)
             failed = [m['id'] for m, s in zip(migrations, got)
                       if s == states.FAILED]
             if failed:
@@ -439,7 +450,13 @@ class Bench(object):
                     for mid in failed
                     for mm in [db.get(self.ctx, 'migration', mid)]))
             return all(s in (states.COMPLETED, states.CLEANED) for s in got)
-        self.dep.wait(done, 7200, 'all migrations', interval=2)
+        try:
+            self.dep.wait(done, self.args.max_seconds, 'all migrations',
+                          interval=2)
+        except Exception:
+            self.keep = True
+            self.print_peaks()
+            raise
         took = time.monotonic() - begin
         twice = []
         for m in migrations:
@@ -464,6 +481,9 @@ class Bench(object):
             len(twice), twice[:5]))
         print('phases posted more than once: %d'
               % self.jobs_posted_again(migrations))
+        self.print_peaks()
+
+    def print_peaks(self):
         for name, peak in sorted(self.peaks.items()):
             print('peak RSS %-22s %6.0f MiB' % (name, peak))
 
@@ -476,6 +496,8 @@ def main():
     parser.add_argument('--ports', type=int, default=960,
                         help='First of the 20 port offsets used (two '
                              'benchmarks at once: 960 and 980).')
+    parser.add_argument('--max-seconds', type=int, default=7200,
+                        help='many: give up (and clean up) after this long.')
     args = parser.parse_args()
     bench = Bench(args)
     print('load average at start: %s' % load())

@@ -322,13 +322,14 @@ def _preparing(x):
 def _group(ctx, m):
     """(leader, members) of m's group being prepared (m alone if none).
 
-    A member re-shipped later (its leader long gone on) packs alone.
+    The leader is the first member still being prepared: when the first
+    is aborted while the group is packed, the next takes over its work
+    (the seed snapshot keeps the first's name). A member re-shipped later
+    (the others long gone on) packs alone.
     """
-    members = shipments_mod.members(ctx, m)
-    lead = members[0]
-    if lead['id'] != m['id'] and not _preparing(lead):
-        return m, [m]
-    return lead, [x for x in members if x['id'] == m['id'] or _preparing(x)]
+    members = [x for x in shipments_mod.members(ctx, m)
+               if x['id'] == m['id'] or _preparing(x)]
+    return members[0], members
 
 
 def _group_volumes(members):
@@ -419,24 +420,41 @@ class Snapshot(Prepare):
             guard(ctx, m['id'], generation, self.phase, self.allowed)
 
     def _follow(self, ctx, m, generation, lead):
-        announced = False
-        while m['state'] in (states.REQUESTED, states.SNAPSHOTTING,
-                             states.EXPORTING, states.CONSOLIDATING):
-            lead = db.get(ctx, 'migration', lead['id'])
-            if lead['state'] in (states.ABORTING, states.ABORTED):
-                raise exception.ManagerError(
-                    reason='the leader %s of shipment group %s was aborted;'
-                    ' abort this migration and create it again' % (
-                        lead['id'], shipments_mod.group_of(m)))
-            if not announced:
-                db.add_event(ctx, 'migration', m['id'], 'job',
-                             'shipment group %s: migration %s packs the '
-                             'group\'s shipments' % (
-                                 shipments_mod.group_of(m), lead['id']),
-                             migration_id=m['id'])
-                announced = True
-            time.sleep(CONF.conductor.op_poll_interval)
-            m = guard(ctx, m['id'], generation, self.phase, self.allowed)
+        """A follower: the leader packs for the group; this job parks.
+
+        Waiting here held a conductor worker for as long as the leader's
+        window, snapshot, export and seal took (a wave of followers held
+        them all). Parked, the sweeper posts the phase again at its next
+        sweep, until the leader has sealed this one (SEALED: the courier's
+        events move it on, and this phase finds nothing to do).
+        """
+        if m['state'] not in PREPARING:
+            return
+        lead = db.get(ctx, 'migration', lead['id'])
+        if lead['state'] in (states.ABORTING, states.ABORTED):
+            raise exception.ManagerError(
+                reason='the leader %s of shipment group %s was aborted;'
+                ' abort this migration and create it again' % (
+                    lead['id'], shipments_mod.group_of(m)))
+        park(ctx, m, generation, self.phase, 'shipment group %s: migration '
+             '%s packs the group\'s shipments' % (
+                 shipments_mod.group_of(m), lead['id']), kind='job')
+
+
+def park(ctx, m, generation, phase, why, kind='error'):
+    """End the job: a worker waiting for the outside world starves others.
+
+    (Each conductor runs [conductor] max_jobs phases at once: phases
+    sleeping for devices once held them all while delivered shipments
+    waited for a worker to import them.) ``why`` is an event of ``kind``,
+    once while it stays the same.
+    """
+    said = db.events(ctx, {'migration_id': m['id'], 'kind': kind})
+    if not said or said[-1]['message'] != why:
+        db.add_event(ctx, 'migration', m['id'], kind, why,
+                     migration_id=m['id'])
+    raise Parked(id=m['id'], phase=phase, generation=generation,
+                 reason=why)
 
 
 def _leader_only(ctx, m):
@@ -649,18 +667,7 @@ class Pack(Prepare):
                        'at %s' % (want, term['name']))
 
     def _park(self, ctx, m, generation, why):
-        """End the job: a worker waiting for devices starves the others.
-
-        (Each conductor runs [conductor] max_jobs phases at once: phases
-        sleeping here once held them all while delivered shipments waited
-        for a worker to import them.)
-        """
-        said = db.events(ctx, {'migration_id': m['id'], 'kind': 'error'})
-        if not said or said[-1]['message'] != why:
-            db.add_event(ctx, 'migration', m['id'], 'error', why,
-                         migration_id=m['id'])
-        raise Parked(id=m['id'], phase=self.phase, generation=generation,
-                     reason=why)
+        park(ctx, m, generation, self.phase, why)
 
     def revert(self, migration_id, generation, result=None, *a, **kw):
         if not isinstance(result, list):
@@ -756,6 +763,11 @@ def _export_open(task_, ctx, m, generation, members):
             continue
         if not _op_exists(ctx, _shipment_op(s, 'export')):
             _leave_out(ctx, m, members, s)
+        elif _left_behind(ctx, members, s):
+            # Exported (or cancelled mid-export) with the images of a
+            # member aborted since, maybe the leader that began it: Seal
+            # drops it and packs the others again.
+            continue
         task_.op(ctx, m, generation, m['source_terminal_id'], 'export',
                  _shipment_op(s, 'export'),
                  _engine_params(ctx, members, s))
@@ -876,11 +888,25 @@ class Seal(Prepare):
             'was packed' % (', '.join(sorted(v['source_image']
                                              for _, v in gone)),
                             ', '.join(sorted({x['id'] for x, _ in gone})))
+        self._wait_writers(ctx, m, generation, s)
         db.add_event(ctx, 'migration', m['id'], 'custody',
                      'shipment %s dropped: %s; packing the others again'
                      % (s['name'], why), migration_id=m['id'])
         _drop_shipment(self, ctx, m, generation, s, why)
         return True
+
+    def _wait_writers(self, ctx, m, generation, s):
+        """Until no export or consolidation writes ``s``'s devices.
+
+        One begun by a leader aborted since is stopped by its abort (the
+        operation ends ERROR); wiping the devices under it would let it
+        write into the next shipment's set.
+        """
+        while any(op and op['state'] not in ('DONE', 'ERROR') for op in (
+                _op_exists(ctx, _shipment_op(s, kind))
+                for kind in ('export', 'consolidate'))):
+            time.sleep(CONF.conductor.op_poll_interval)
+            guard(ctx, m['id'], generation, self.phase, self.allowed)
 
 
 class Dispatch(Prepare):

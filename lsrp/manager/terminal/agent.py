@@ -17,6 +17,7 @@ resumes it from its own journal.
 
 import asyncio
 import ctypes
+import datetime
 import json
 import os
 import signal
@@ -234,6 +235,10 @@ class Agent(object):
         self.rpc_server = None
 
     def info(self):
+        # When the slots were listed: the manager ignores a device listed
+        # here before it was recorded at another terminal (a late cast).
+        scanned_at = datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None).isoformat() + 'Z'
         devices = []
         for path in self.terminal.slots():
             devices.append({'serial': ops_mod.device_serial(path),
@@ -241,7 +246,7 @@ class Agent(object):
                             'capacity_bytes': self.conf.agent.
                             device_capacity_mib << 20 or _capacity(path)})
         s = self.conf.server
-        return {'site': self.conf.agent.site,
+        return {'site': self.conf.agent.site, 'scanned_at': scanned_at,
                 'slots_dir': self.conf.agent.slots_dir,
                 'lsrp_address': self.conf.agent.lsrp_address or
                 '%s:%d' % (s.host, s.port),

@@ -102,7 +102,7 @@ class ManagerTestCase(base.FunctionalTestCase):
         self.addCleanup(stop)
         return specs, writer
 
-    def migrate(self, specs, server=None, **options):
+    def migrate(self, specs, server=None, dest_terminal=None, **options):
         # Retention 1 day: the test compares the sites at the final
         # snapshot, then cleans up (migration_cleanup).
         opts_ = {'cutover': 'approved', 'retention_days': 1,
@@ -112,7 +112,19 @@ class ManagerTestCase(base.FunctionalTestCase):
         return actions.migration_create(
             self.ctx, [{'server_id': server or 'vm-%s' % self.id_,
                         'volumes': specs}], 'site-a', 'site-b',
-            options=opts_)
+            options=opts_, dest_terminal=dest_terminal)
+
+    def start_second_terminal(self, site):
+        """``terminal-<site>-2``: a second terminal at ``site``, UP."""
+        # Ports +900..+959 of the sandbox (the tests' range; the
+        # benchmark's is +960..+999).
+        self.dep.start_extra_agent(site, 2, self.sandbox.port(
+            900 + int(self.id_, 16) % 60))
+        name = 'terminal-%s-2' % site
+        self.dep.wait(lambda: any(
+            t['name'] == name and t['health'] == 'UP'
+            for t in actions.terminal_list(self.ctx)), 60, name)
+        return name
 
     def state(self, m):
         return db.get(self.ctx, 'migration', m['id'])['state']

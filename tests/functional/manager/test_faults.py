@@ -2,6 +2,7 @@
 
 import os
 import time
+import uuid
 
 from lsrp import exception
 from lsrp.manager import actions
@@ -301,3 +302,59 @@ class TestMoreFaults(base.ManagerTestCase):
         for spec, digest in sums.items():
             self.assertEqual(digest, self.sandbox.site(
                 'site-a').export_sha256(spec))
+
+    def test_late_heartbeat_of_the_source_leaves_delivered_devices(self):
+        """Two terminals at site B; a late heartbeat of the source.
+
+        The source terminal listed its slots before the courier took the
+        devices; its heartbeat (a cast) reaches the manager after the
+        devices were plugged in at the second terminal of site B. It must
+        not move them back to the source: the 50-migration benchmark's
+        import at site B's second terminal then missed one
+        (``DevicesMissing: device 0``, 3 s after its custody check).
+        """
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals()
+        b2 = self.start_second_terminal('site-b')
+        specs, writer = self.vm()
+        m = self.migrate(specs, dest_terminal=b2)
+        s = self.wait_shipment(m)
+        # Delivery 10 s after the dispatch: time to list the devices at
+        # the source while they are there.
+        self.courier_plan(s, {'timetable': {'hand_over': 0, 'depart': 1,
+                                            'deliver': 10}})
+        self.wait_state(m, states.IN_TRANSIT)
+        scanned_at = db.now().isoformat() + 'Z'
+        a = actions.terminal_show(self.ctx, 'terminal-site-a')
+        listed = [{'serial': d['serial'], 'path': d['path'],
+                   'slot': d['slot']} for d in db.devices_of(
+            self.ctx, s['id'])]
+        self.assertTrue(all(d['terminal_id'] == a['id']
+                            for d in db.devices_of(self.ctx, s['id'])))
+        self.wait_shipment(m, 'DELIVERED')
+        b2_id = actions.terminal_show(self.ctx, b2)['id']
+
+        def at_b2():
+            return [(d['serial'], d['terminal_id'] == b2_id and
+                     os.path.isdir(d['path']))
+                    for d in db.devices_of(self.ctx, s['id'])]
+        self.dep.wait(lambda: all(ok for _, ok in at_b2()), 30,
+                      'the devices plugged in at %s' % b2)
+        marker = uuid.uuid4().hex
+        rpc.ManagerAPI('terminal-site-a').heartbeat(dict(
+            a['info'], devices=listed, scanned_at=scanned_at,
+            marker=marker))
+        self.dep.wait(lambda: actions.terminal_show(
+            self.ctx, 'terminal-site-a')['info'].get('marker') == marker,
+            30, 'the late heartbeat handled', interval=0.05)
+        # The heartbeat's devices are handled right after its info: the
+        # devices must stay at b2 (before the fix they went back to the
+        # source until b2's next heartbeat).
+        for _ in range(30):
+            self.assertEqual([(x, True) for x, _ in at_b2()], at_b2())
+            time.sleep(0.1)
+        self.wait_state(m, states.READY_FOR_CUTOVER, timeout=240)
+        imports = db.list_(self.ctx, 'operation', {'kind': 'import'})
+        self.assertEqual([b2], [o['terminal'] for o in imports])
+        self.cut_over(m, writer)
+        self.assert_converged(m)

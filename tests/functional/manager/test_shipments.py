@@ -139,6 +139,43 @@ class TestShipments(base.ManagerTestCase):
             self.cut_over(m, writer)
             self.assert_converged(m)
 
+    def test_abort_the_leader_of_a_group_while_packed(self):
+        """The group's leader aborted during its export: the others go on.
+
+        The next member takes over the group's work (the shipment the
+        leader began is dropped and the others packed again, or left
+        without the leader's images); nothing of the leader reaches
+        site-b, its snapshots are gone; the others end bit-exact.
+        """
+        self.dep.conductor_options = {'shipment_group_window': 0}
+        self.dep.start_conductor('conductor-1')
+        self.start_terminals(devices=6)
+        vms = [self.vm((32 * MiB,)) for _ in range(3)]
+        made = actions.migrations_create(self.ctx, [
+            self.request(specs, 'vm%d-%s' % (i, self.id_))
+            for i, (specs, _) in enumerate(vms)], one_shipment=True)
+        lead, second, third = made
+        self.dep.wait(lambda: db.list_(self.ctx, 'operation', {
+            'migration_id': lead['id'], 'kind': 'export'}), 180,
+            'the group\'s export', interval=0.1)
+        actions.migration_abort(self.ctx, lead['id'], 'test')
+        self.wait_state(lead, states.ABORTED, timeout=180)
+        for m in (second, third):
+            self.wait_state(m, states.READY_FOR_CUTOVER, timeout=400)
+        for sid in {v['shipment_id'] for m in (second, third) for v in
+                    db.get(self.ctx, 'migration', m['id'])['volumes']}:
+            s = actions.shipment_show(self.ctx, sid)
+            self.assertEqual('IMPORTED', s['state'])
+            self.assertEqual(sorted([second['id'], third['id']]),
+                             s['migrations'])
+        with self.sites['site-b'].pool('vms') as pool:
+            for spec in vms[0][0]:
+                self.assertFalse(pool.image_exists(spec.split('/')[1]))
+        self.assert_no_snapshots_of_ours(vms[0][0])
+        for m, (specs, writer) in ((second, vms[1]), (third, vms[2])):
+            self.cut_over(m, writer)
+            self.assert_converged(m)
+
     def test_images_span_two_shipments(self):
         """Devices of 40 MiB: 64 + 32 MiB of images need two sets."""
         self.dep.agent_options = {'device_capacity_mib': 40}

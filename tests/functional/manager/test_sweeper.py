@@ -121,3 +121,37 @@ class TestSweeper(base.ManagerTestCase):
         gen = db.get(self.ctx, 'migration', m['id'])['generation']
         self.assertEqual([gen], self.jobs_of(m))
         self.assertEqual(m['generation'] + 1, gen)
+
+    def test_lock_znodes_of_ended_migrations_are_removed(self):
+        """COMPLETED, ABORTED or CLEANED: no lock znodes left behind.
+
+        A held lock (a contender) stays, as do the locks of a migration
+        still at work.
+        """
+        ended, working = self.new_migration(), self.new_migration()
+        root = '%s-locks' % CONF.jobboard.path
+        for m in (ended, working):
+            for kind in ('post', 'run'):
+                self.zk.ensure_path(conductor.lock_path(kind, m['id']))
+        with db.writer(self.ctx) as session:     # where they got to
+            db._get(session, 'migration', ended['id']).state = \
+                states.ABORTED
+            db._get(session, 'migration', working['id']).state = \
+                states.EXPORTING
+        proc = self.hold('run', ended)          # a phase still ending
+        self.sweeper.sweep()
+        mine = sorted(n for n in self.zk.get_children(root)
+                      if n.partition('-')[2] in (ended['id'], working['id']))
+        self.assertEqual(sorted(['run-' + ended['id'],
+                                 'post-' + working['id'],
+                                 'run-' + working['id']]), mine)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        self.dep.wait(lambda: not conductor.busy(self.zk, ended['id']),
+                      3 * CONF.jobboard.session_timeout + 10,
+                      'the dead holder\'s session to end')
+        self.sweeper.sweep()
+        mine = sorted(n for n in self.zk.get_children(root)
+                      if n.partition('-')[2] in (ended['id'], working['id']))
+        self.assertEqual(sorted(['post-' + working['id'],
+                                 'run-' + working['id']]), mine)

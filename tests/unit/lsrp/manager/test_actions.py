@@ -1,5 +1,8 @@
+import datetime
+
 from lsrp import exception
 from lsrp.manager import actions
+from lsrp.manager import conductor
 from lsrp.manager.db import api as db
 from lsrp.manager.db import models
 from lsrp.manager import states
@@ -285,3 +288,45 @@ class TestCarrier(ActionsTestCase):
         e = self.assertRaises(exception.InvalidInput, actions.carrier_event,
                               self.ctx, 'ship-1', 'teleport')
         self.assertIn('teleport', str(e))
+
+
+class TestHeartbeatDevices(ActionsTestCase):
+    """A heartbeat moves a device only if it listed it after its move."""
+
+    def setUp(self):
+        super().setUp()
+        actions.terminal_register(self.ctx, 'term-b2', 'site-b')
+        self.endpoint = conductor.ManagerEndpoint()
+
+    def beat(self, terminal, site, path, scanned_at):
+        info = {'site': site, 'rpc_topic': 'x', 'devices': [
+            {'serial': 'dev-1', 'path': path, 'slot': 'usb-1'}]}
+        if scanned_at is not None:
+            info['scanned_at'] = scanned_at.isoformat() + 'Z'
+        self.endpoint.heartbeat(None, terminal, info)
+        return db.get(self.ctx, 'device', 'dev-1')
+
+    def test_late_heartbeat_of_the_old_terminal_does_not_move_it_back(self):
+        listed = db.now()
+        d = self.beat('term-a', 'site-a', '/a/usb-1', listed)
+        self.assertEqual('/a/usb-1', d['path'])
+        # The source lists its slots, then the courier plugs the device in
+        # at the second terminal of site B, then the source's cast arrives.
+        stale = db.now()
+        actions.device_register(self.ctx, 'dev-1', 'term-b2', path='/b2/usb-1')
+        d = self.beat('term-a', 'site-a', '/a/usb-1', stale)
+        self.assertEqual(
+            (actions.terminal_show(self.ctx, 'term-b2')['id'], '/b2/usb-1'),
+            (d['terminal_id'], d['path']))
+        # Listed later than its move (carried back by hand): believed.
+        d = self.beat('term-a', 'site-a', '/a/usb-1',
+                      db.now() + datetime.timedelta(seconds=2))
+        self.assertEqual(
+            (actions.terminal_show(self.ctx, 'term-a')['id'], '/a/usb-1'),
+            (d['terminal_id'], d['path']))
+
+    def test_heartbeat_without_scan_time_is_believed(self):
+        self.beat('term-a', 'site-a', '/a/usb-1', None)
+        actions.device_register(self.ctx, 'dev-1', 'term-b2', path='/b2/usb-1')
+        d = self.beat('term-a', 'site-a', '/a/usb-1', None)
+        self.assertEqual('/a/usb-1', d['path'])

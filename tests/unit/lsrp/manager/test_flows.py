@@ -397,6 +397,64 @@ class TestGroupAbortWhilePacked(FlowTestCase):
         return {v['shipment_id'] for v in db.get(
             self.ctx, 'migration', m['id'])['volumes']}
 
+    def run_as(self, m, *task_types):
+        m = db.get(self.ctx, 'migration', m['id'])
+        for t in task_types:
+            t().execute(m['id'], m['generation'])
+
+    def abort_leader(self):
+        actions.migration_abort(self.ctx, self.lead['id'], 'test')
+        m = db.get(self.ctx, 'migration', self.lead['id'])
+        engines.run(phases.FACTORIES['abort'](), store={
+            'migration_id': m['id'], 'generation': m['generation']})
+        self.assertEqual(states.ABORTED, db.get(
+            self.ctx, 'migration', m['id'])['state'])
+
+    def test_leader_aborted_before_the_export_the_next_takes_over(self):
+        self.leader(tasks.Snapshot, tasks.Pack)
+        first, = self.shipment_of(self.lead)
+        self.abort_leader()
+        # Its shipment is kept for the others (they still need it).
+        self.assertEqual('LOADING', db.get(self.ctx, 'shipment',
+                                           first)['state'])
+        # The next member's prepare does the group's work.
+        self.run_as(self.gone, tasks.Snapshot, tasks.Pack, tasks.Export,
+                    tasks.Seal)
+        self.assertEqual({None}, self.shipment_of(self.lead))
+        for m in (self.gone, self.other):
+            self.assertEqual({first}, self.shipment_of(m))
+            self.assertEqual(states.SEALED, db.get(
+                self.ctx, 'migration', m['id'])['state'])
+        self.assertEqual('SEALED', db.get(self.ctx, 'shipment',
+                                          first)['state'])
+        exports = [c[2] for c in self.terminals.calls if c[1] == 'export']
+        self.assertEqual(1, len(exports))
+        self.assertEqual(['snapshot', 'remove_snapshots', 'export', 'seal'],
+                         self.kinds())
+
+    def test_leader_aborted_mid_export_the_next_packs_again(self):
+        self.leader(tasks.Snapshot, tasks.Pack, tasks.Export)
+        first, = self.shipment_of(self.lead)
+        # The abort cancelled the leader's export of the group.
+        db.operation_report(self.ctx, '%s.export' % db.get(
+            self.ctx, 'shipment', first)['name'], state='ERROR',
+            error='cancelled by abort')
+        self.abort_leader()
+        self.run_as(self.gone, tasks.Snapshot, tasks.Pack, tasks.Export,
+                    tasks.Seal)
+        self.assertEqual('ERASED', db.get(self.ctx, 'shipment',
+                                          first)['state'])
+        sid, = self.shipment_of(self.gone)
+        self.assertNotEqual(first, sid)
+        self.assertEqual({sid}, self.shipment_of(self.other))
+        self.assertEqual({None}, self.shipment_of(self.lead))
+        self.assertEqual('SEALED', db.get(self.ctx, 'shipment', sid)['state'])
+        self.assertEqual(['snapshot', 'export', 'remove_snapshots', 'erase',
+                          'export', 'seal'], self.kinds())
+        for m in (self.gone, self.other):
+            self.assertEqual(states.SEALED, db.get(
+                self.ctx, 'migration', m['id'])['state'])
+
     def test_aborted_before_the_export_is_left_out(self):
         self.leader(tasks.Snapshot, tasks.Pack)
         actions.migration_abort(self.ctx, self.gone['id'], 'test')

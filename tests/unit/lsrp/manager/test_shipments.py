@@ -10,6 +10,7 @@ from lsrp.manager import actions
 from lsrp.manager import custody
 from lsrp.manager.db import api as db
 from lsrp.manager.flows import phases
+from lsrp.manager.flows import tasks
 from lsrp.manager import shipments
 from lsrp.manager import states
 from tests.unit.lsrp.manager import test_flows
@@ -78,7 +79,17 @@ class TestSharedShipment(ShipmentsTestCase):
             one_shipment=True)
         group = made[0]['options']['shipment_group']
         self.assertEqual(group, made[1]['options']['shipment_group'])
-        # The second's prepare waits for the first; run the first's.
+        # The second's prepare parks (holding no conductor worker) until
+        # the first, the group's leader, has packed and sealed it.
+        self.failure = None
+        m2 = self.run_for(made[1], 'prepare')
+        self.assertEqual(states.REQUESTED, m2['state'])
+        self.assertIsInstance(self.failure, tasks.Parked)
+        self.assertIn('shipment group %s: migration %s packs the group\'s '
+                      'shipments' % (group, made[0]['id']),
+                      [e['message'] for e in db.events(
+                          self.ctx, {'migration_id': m2['id']})])
+        self.assertEqual([], self.ops('snapshot'))
         m1 = self.run_for(made[0], 'prepare')
         m2 = db.get(self.ctx, 'migration', made[1]['id'])
         self.assertEqual(states.SEALED, m1['state'])
