@@ -39,8 +39,9 @@ COMPRESSIONS = ('lz4', 'zstd')
 # KiB chunks of a copy of /usr (one thread, 2026-11-24, loaded machine):
 # acceleration 1 kept 49 % of the bytes at 668 MiB/s, 4 kept 54 % at 899, 8
 # kept 59 % at 1118 (and decompressed at 1380 MiB/s instead of 823). The
-# export is CPU-bound and LZ4 was its largest cost (34 %), so 8. The
-# records do not depend on it: any LZ4 block decompresses the same way.
+# export is CPU-bound and LZ4 was its largest cost (34 %), so 8 by default
+# ([shipment] lz4_acceleration). The records do not depend on it: any LZ4
+# block decompresses the same way.
 LZ4_ACCELERATION = 8
 TAG = 16
 # cryptography >= 45 encrypts into a given buffer.
@@ -83,7 +84,8 @@ def _derive(key, shipment_id, purpose):
 class ShipmentCrypto(object):
     """Encrypts chunks and the manifest of one shipment."""
 
-    def __init__(self, key, shipment_id, zstd_level=1, compression='lz4'):
+    def __init__(self, key, shipment_id, zstd_level=1, compression='lz4',
+                 lz4_acceleration=LZ4_ACCELERATION):
         self.shipment_id = shipment_id
         self._aad = shipment_id.encode()
         self._chunk = AESGCM(_derive(key, shipment_id, b'chunk'))
@@ -95,6 +97,7 @@ class ShipmentCrypto(object):
             raise ValueError('unknown compression %r: one of %s'
                              % (compression, ', '.join(COMPRESSIONS)))
         self.compression = compression
+        self._lz4_acceleration = lz4_acceleration
         # NOTE: a zstd context per thread, kept: making one per 64 KiB chunk
         # cost about as much as compressing it at level 1. Contexts are not
         # thread-safe, hence one per thread.
@@ -123,7 +126,7 @@ class ShipmentCrypto(object):
         """Compress (when it helps) and encrypt a chunk into a record."""
         flags, body = 0, data
         if self.compression == 'lz4':
-            flag, compress = FLAG_LZ4, _lz4
+            flag, compress = FLAG_LZ4, self._lz4
         else:
             flag, compress = FLAG_ZSTD, self._compressor().compress
         if (len(data) <= PROBE or len(compress(data[:PROBE]))
@@ -223,6 +226,11 @@ class ShipmentCrypto(object):
             return False
         return not check_digest or self.digest(out) == digest
 
+    def _lz4(self, data):
+        # Raw LZ4 block: the record header holds the plaintext length.
+        return lz4.block.compress(data, mode='fast', store_size=False,
+                                  acceleration=self._lz4_acceleration)
+
     def seal_manifest(self, plaintext):
         nonce = os.urandom(NONCE)
         return nonce + self._manifest.encrypt(nonce, plaintext, self._aad)
@@ -234,9 +242,3 @@ class ShipmentCrypto(object):
                                           self._aad)
         except (InvalidTag, ValueError):
             return None
-
-
-def _lz4(data):
-    # Raw LZ4 block: the record header holds the plaintext length.
-    return lz4.block.compress(data, mode='fast', store_size=False,
-                              acceleration=LZ4_ACCELERATION)
