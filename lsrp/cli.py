@@ -314,7 +314,7 @@ def _exporter(args, cluster):
     return export_mod.Exporter(
         cluster, _keys(), s.state_dir, s.shard_size, s.zstd_level, s.workers,
         CONF.ceph.read_workers, _progress_for(args), s.checkpoint_mib << 20,
-        s.compression)
+        s.compression, s.lz4_acceleration)
 
 
 def _send_remote(args, cluster, consolidate):

@@ -88,6 +88,14 @@ shipment_opts = [
                      'written), read the whole image back from Ceph and '
                      'check its digest again: a second pass over the '
                      'image. Also lsrp import --verify-readback.'),
+    cfg.IntOpt('lz4_acceleration',
+               default=8, min=1, max=65537,
+               help='LZ4 acceleration of new chunks (compression = lz4): '
+                    'higher is faster and keeps more bytes. On the 64 KiB '
+                    'chunks of a copy of /usr, 1 kept 49 percent of the '
+                    'bytes at 668 MiB/s, 4 kept 54 percent at 899, 8 kept '
+                    '59 percent at 1118 (one thread; see the shipments '
+                    'page). Any value reads back the same way.'),
 ]
 
 

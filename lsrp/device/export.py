@@ -77,10 +77,11 @@ def load_manifest(devset, crypto):
     return chosen
 
 
-def open_crypto(devset, key_store, zstd_level=1, compression='lz4'):
+def open_crypto(devset, key_store, zstd_level=1, compression='lz4',
+                lz4_acceleration=crypto_mod.LZ4_ACCELERATION):
     key = key_store.get(devset.shipment_id)
     crypto = crypto_mod.ShipmentCrypto(key, devset.shipment_id, zstd_level,
-                                       compression)
+                                       compression, lz4_acceleration)
     if crypto.key_check != devset.key_check:
         raise exception.WrongKey(shipment=devset.shipment_id,
                                  store=key_store)
@@ -92,13 +93,15 @@ class Exporter(object):
 
     def __init__(self, cluster, key_store, state_dir, shard_size=4 << 20,
                  zstd_level=1, workers=2, read_workers=4, progress=None,
-                 checkpoint_bytes=256 << 20, compression='lz4'):
+                 checkpoint_bytes=256 << 20, compression='lz4',
+                 lz4_acceleration=crypto_mod.LZ4_ACCELERATION):
         self.cluster = cluster
         self.key_store = key_store
         self.state_dir = state_dir
         self.shard_size = shard_size
         self.zstd_level = zstd_level
         self.compression = compression
+        self.lz4_acceleration = lz4_acceleration
         self.workers = workers
         self.read_workers = read_workers
         self.progress = progress or progress_mod.Progress('none')
@@ -136,7 +139,8 @@ class Exporter(object):
                        versions=[])
             record.save(rec)
         crypto = crypto_mod.ShipmentCrypto(key, shipment_id, self.zstd_level,
-                                           self.compression)
+                                           self.compression,
+                                           self.lz4_acceleration)
         devset = deviceset_mod.DeviceSet.create(
             devices, shipment_id, len(devices) - parity, parity,
             crypto.key_check)
@@ -181,7 +185,7 @@ class Exporter(object):
                     'device %d' % i for i in devset.missing()),
                 parity=0, total=devset.n)
         crypto = open_crypto(devset, self.key_store, self.zstd_level,
-                             self.compression)
+                             self.compression, self.lz4_acceleration)
         manifest, _ = load_manifest(devset, crypto)
         version = manifest.version
         if len(rec['versions']) < len(rec['snapshots']):

@@ -20,6 +20,8 @@ import collections
 import concurrent.futures
 import fcntl
 import os
+import queue
+import threading
 
 from oslo_log import log as logging
 
@@ -84,6 +86,118 @@ def write_groups(runs):
         size += run[2]
     if group:
         yield group
+
+
+class _Held(object):
+    """A pooled buffer in use: its view, and who still reads it."""
+
+    def __init__(self, buffers, buf, size):
+        self._buffers = buffers
+        self.buf = buf
+        self.view = memoryview(buf)[:size]
+        self.data = buf if len(buf) == size else None
+        self._users = 1
+        self._lock = threading.Lock()
+
+    def hold(self):
+        with self._lock:
+            self._users += 1
+
+    def release(self):
+        with self._lock:
+            self._users -= 1
+            last = self._users == 0
+        if last:
+            self._buffers.put(self.buf)
+
+
+class _Buffers(object):
+    """A fixed number of group buffers, reused; ``get`` waits for one.
+
+    Bounds the memory of the import: a group is decoded, hashed and written
+    from its buffer, so at most ``count`` groups are in any of these stages
+    at once (allocated once each: a fresh 4 MiB buffer is a fresh mapping,
+    see lsrp.memory).
+    """
+
+    def __init__(self, count):
+        self._free = queue.Queue()
+        for _ in range(count):
+            self._free.put(None)
+
+    def get(self, size):
+        buf = self._free.get()
+        if buf is None or len(buf) < size:
+            buf = bytearray(max(size, WRITE_BATCH))
+        return _Held(self, buf, size)
+
+    def put(self, buf):
+        self._free.put(buf)
+
+
+def _hash_and_release(stream, offset, held):
+    try:
+        stream.data(offset, held.view)
+    finally:
+        held.release()
+
+
+class _Writes(object):
+    """The writes in flight to one image: asynchronous, bounded, checked."""
+
+    def __init__(self, image):
+        self.image = image
+        self._cond = threading.Condition()
+        self._flying = 0
+        self._futures = collections.deque()
+        self._error = None
+
+    def write(self, offset, held):
+        """Write a decoded group; its buffer is released when written."""
+        # The binding takes bytes or a bytearray, not a view: a group that
+        # fills its buffer goes as it is, a shorter one as a copy.
+        data = held.data if held.data is not None else bytes(held.view)
+
+        def done(error):
+            # ``data`` is referenced here so that it lives until librbd is
+            # done with it (a copy is not held by ``held``).
+            del data_alive[:]
+            held.release()
+            with self._cond:
+                self._flying -= 1
+                if error is not None and self._error is None:
+                    self._error = error
+                self._cond.notify_all()
+        data_alive = [data]
+        with self._cond:
+            self._flying += 1
+        try:
+            self.image.aio_write(offset, data, done)
+        except BaseException:
+            done(None)
+            raise
+
+    def add(self, futures):
+        """Writes done on threads (``image.zero``): futures."""
+        self._futures.extend(futures)
+
+    def wait(self, limit):
+        """Until at most ``limit`` writes are in flight; raises an error."""
+        while len(self._futures) > limit:
+            self._futures.popleft().result()
+        with self._cond:
+            while self._flying > limit and self._error is None:
+                self._cond.wait()
+            if self._error is not None:
+                raise self._error
+
+    def settle(self):
+        """Wait for every write started, whatever happened."""
+        for future in self._futures:
+            concurrent.futures.wait([future])
+        with self._cond:
+            while self._flying:
+                self._cond.wait()
 
 
 class Importer(object):
@@ -302,33 +416,41 @@ class Importer(object):
 
         ``stream``, an OrderedDigest, is fed what is written, holes and
         zero runs as zeros.
+
+        A group's chunks are decoded by a worker straight into one of a few
+        reused buffers (no per-chunk bytes, no join) and handed to librbd
+        as an asynchronous write that sends it from there (no copy); the
+        image digest reads the same buffer on its own thread. The buffer
+        goes back to the pool once both are done with it. Up to
+        ``workers`` writes are in flight while the next groups decode.
         """
         spec = '%s/%s@%s' % (img['pool'], img['name'], snap['name'])
         self.progress.start('import %s' % spec, snap['size'])
         runs = [r for r in snap['runs'] if r[1] >= start]
-        writes = collections.deque()
+        writes = _Writes(image)
+        buffers = _Buffers(DECODE_AHEAD + 1 + self.workers)
         next_cursor = start + CURSOR_EVERY
 
-        def wait(limit):
-            while len(writes) > limit:
-                writes.popleft().result()
-
-        def decode(group):
+        def decode(group, held):
             # A worker fetches, decrypts and checks a group's chunks, while
             # others do the groups after it and librbd writes those before.
             # When the image digest is taken of what is written, it checks
             # the plaintexts: hashing each chunk too was a second BLAKE3
             # pass (AES-GCM still authenticates every record).
-            return b''.join(self.reader.read_many(
-                [(r[3], spec, r[1]) for r in group], parallel=False,
-                check_digest=stream is None))
+            self.reader.read_into([(r[3], spec, r[1], r[2]) for r in group],
+                                  held.view, check_digest=stream is None)
+            return held
 
         def groups():
-            """(group, future of its data) a few groups ahead."""
+            """(group, future of its decoded buffer) a few groups ahead."""
             ahead = collections.deque()
             for group in write_groups(runs):
-                ahead.append((group, None if group[0][0] == manifest_mod.ZERO
-                              else decoders.submit(decode, group)))
+                if group[0][0] == manifest_mod.ZERO:
+                    future = None
+                else:
+                    held = buffers.get(sum(r[2] for r in group))
+                    future = decoders.submit(decode, group, held)
+                ahead.append((group, future))
                 if len(ahead) > DECODE_AHEAD:
                     yield ahead.popleft()
             while ahead:
@@ -337,32 +459,37 @@ class Importer(object):
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool, \
                 concurrent.futures.ThreadPoolExecutor(
                     DECODERS) as decoders, serial_mod.Serial() as hashing:
-            for group, future in groups():
-                if future is None:
-                    # A new image reads as zeros: only deltas write them.
-                    if snap_index > 0:
-                        writes.extend(pool.submit(image.zero, r[1], r[2])
-                                      for r in group)
-                    if stream is not None:
-                        for r in group:
-                            hashing.submit(stream.zeros, r[1], r[2])
-                else:
-                    data = future.result()
-                    if stream is not None:
-                        hashing.submit(stream.data, group[0][1], data)
-                    writes.append(pool.submit(image.write, group[0][1],
-                                              data))
-                    del data
-                wait(self.workers)
-                self.progress.advance(sum(r[2] for r in group))
-                offset = group[-1][1] + group[-1][2]
-                if offset >= next_cursor:
-                    wait(0)
-                    image.flush()
-                    self._record(index, **{'cursor_%d' % snap_index: offset})
-                    next_cursor = offset + CURSOR_EVERY
-            wait(0)
-            hashing.drain()
+            try:
+                for group, future in groups():
+                    if future is None:
+                        # A new image reads as zeros: only deltas write them.
+                        if snap_index > 0:
+                            writes.add(pool.submit(image.zero, r[1], r[2])
+                                       for r in group)
+                        if stream is not None:
+                            for r in group:
+                                hashing.submit(stream.zeros, r[1], r[2])
+                    else:
+                        held = future.result()
+                        if stream is not None:
+                            held.hold()
+                            hashing.submit(_hash_and_release, stream,
+                                           group[0][1], held)
+                        writes.write(group[0][1], held)
+                    writes.wait(self.workers)
+                    self.progress.advance(sum(r[2] for r in group))
+                    offset = group[-1][1] + group[-1][2]
+                    if offset >= next_cursor:
+                        writes.wait(0)
+                        image.flush()
+                        self._record(index,
+                                     **{'cursor_%d' % snap_index: offset})
+                        next_cursor = offset + CURSOR_EVERY
+                writes.wait(0)
+                hashing.drain()
+            finally:
+                # librbd must be done with every buffer before it goes.
+                writes.settle()
         self.progress.finish()
 
     def _layers_digest(self, img, snap_index):

@@ -15,6 +15,7 @@ import numpy
 
 from lsrp.device import erasure
 from lsrp import exception
+from lsrp import memory
 
 
 class ChunkReader(object):
@@ -52,6 +53,35 @@ class ChunkReader(object):
         return [plain if plain else self.read(*w)
                 for w, plain in zip(wanted, opened)]
 
+    def read_into(self, wanted, out, check_digest=True):
+        """Plaintexts of ``[(digest, image, offset, length)]`` into ``out``.
+
+        One after the other, on the calling thread: ``out`` is a writable
+        buffer (a bytearray, or a view of one) of their total length. Each
+        is decrypted and decompressed in place (see
+        ``ShipmentCrypto.open_chunk_into``); one that does not open is
+        repaired as ``read`` does, or raises ChunkCorrupt.
+        """
+        view = memoryview(out)
+        pos = 0
+        for digest, image, offset, length in wanted:
+            piece = view[pos:pos + length]
+            record = self._record(digest)
+            if record is None or not self.crypto.open_chunk_into(
+                    digest, record, piece, check_digest=check_digest):
+                plain = self.read(digest, image, offset)
+                if len(plain) != length:
+                    raise exception.ChunkCorrupt(
+                        shipment=self.manifest.shipment_id,
+                        chunk=digest[:16], image=image, offset=offset,
+                        reason='its plaintext holds %d bytes, its run %d'
+                        % (len(plain), length))
+                piece[:] = plain
+            pos += length
+        if pos != len(view):
+            raise ValueError('read_into: %d bytes wanted into a buffer of %d'
+                             % (pos, len(view)))
+
     def _record(self, digest):
         location = self.manifest.chunks.get(digest)
         if location is None:
@@ -80,13 +110,18 @@ class ChunkReader(object):
         in one buffer (a view of it is returned: no join, no slice copy).
         """
         data_length, shard_length, offset = self.manifest.stripes[stripe]
-        # numpy.empty: not zeroed first (bytearray's memset showed in perf).
-        view = memoryview(numpy.empty(shard_length * self.devset.k,
-                                      numpy.uint8))
+        # numpy.empty: not zeroed first (bytearray's memset showed in perf);
+        # page-aligned, for O_DIRECT reads (lsrp.memory keeps it in the
+        # heap, so it is not faulted in afresh either).
+        size = shard_length * self.devset.k
+        raw = numpy.empty(size + memory.PAGE, numpy.uint8)
+        skip = -raw.ctypes.data % memory.PAGE
+        view = memoryview(raw[skip:skip + size])
         for j in range(self.devset.k):
             if not self.devset.read_shard_into(
                     stripe, j, offset, view[j * shard_length:
-                                            (j + 1) * shard_length]):
+                                            (j + 1) * shard_length],
+                    direct=True):
                 return None
         return view[:data_length]
 

@@ -78,7 +78,8 @@ class DeviceSetSink(sink.Sink):
 
     def __init__(self, state_dir, key_store, shipment_id, spec, peer,
                  shard_size=4 << 20, zstd_level=1, workers=2,
-                 checkpoint_bytes=256 << 20, compression='lz4'):
+                 checkpoint_bytes=256 << 20, compression='lz4',
+                 lz4_acceleration=crypto_mod.LZ4_ACCELERATION):
         self.record = record_mod.ShipmentRecord(state_dir, shipment_id)
         self.rec = self.record.load()
         self.key_store = key_store
@@ -89,6 +90,7 @@ class DeviceSetSink(sink.Sink):
         self.shard_size = shard_size
         self.zstd_level = zstd_level
         self.compression = compression
+        self.lz4_acceleration = lz4_acceleration
         self.workers = workers
         self.checkpoint_bytes = checkpoint_bytes
         self.writer = None
@@ -184,7 +186,8 @@ class DeviceSetSink(sink.Sink):
         if version == 1:
             key = self.key_store.get(self.shipment_id)
             crypto = crypto_mod.ShipmentCrypto(
-                key, self.shipment_id, self.zstd_level, self.compression)
+                key, self.shipment_id, self.zstd_level, self.compression,
+                self.lz4_acceleration)
             devset = deviceset_mod.DeviceSet.create(
                 devices, self.shipment_id, len(devices) - rec['parity'],
                 rec['parity'], crypto.key_check)
@@ -203,7 +206,8 @@ class DeviceSetSink(sink.Sink):
         else:
             devset = deviceset_mod.DeviceSet.open(devices)
             crypto = export_mod.open_crypto(devset, self.key_store,
-                                            self.zstd_level, self.compression)
+                                            self.zstd_level, self.compression,
+                                            self.lz4_acceleration)
             manifest, _ = export_mod.load_manifest(devset, crypto)
         previous = rec['snapshots'][-2] if version > 1 else None
         for spec, img in zip(rec['images'], manifest.images):

@@ -58,6 +58,10 @@ class Cluster(bounded.Closing):
             # appears; a timeout turns that into an error we can explain.
             self.options.setdefault('rados_osd_op_timeout', str(op_timeout))
             self.options.setdefault('rados_mon_op_timeout', str(op_timeout))
+        # Asynchronous writes (the import's) are sent from the caller's
+        # buffer instead of a copy of it; librbd completes them only once
+        # it has let go of the buffer. Synchronous writes still copy.
+        self.options.setdefault('rbd_disable_zero_copy_writes', 'false')
         self._rados = None
 
     def __enter__(self):

@@ -2,6 +2,8 @@
 
 import collections
 import concurrent.futures
+import errno
+import os
 
 import rbd
 
@@ -315,6 +317,35 @@ class Image(bounded.Closing, source.Source):
                 site=self.site, operation='write', target=self.spec,
                 reason='short write at offset %d: %d of %d bytes' % (
                     offset, written, len(data)))
+
+    def aio_write(self, offset, data, done):
+        """Start writing ``data`` at ``offset``; ``done(error)`` follows.
+
+        ``data`` is bytes or a bytearray (the binding takes no views) and
+        must stay unchanged until ``done`` is called: with zero-copy writes
+        (see :class:`lsrp.rbd.Cluster`) librbd sends it from there, and it
+        calls back only once it has let go of it. ``done`` runs on a librbd
+        thread, with None or the CephError (CephNoSpace) of a failed write.
+        """
+        def complete(completion):
+            # Always calls ``done``: a caller waits for it (an exception
+            # raised here would only be printed by the binding).
+            error = None
+            try:
+                ret = completion.get_return_value()
+                if ret < 0:
+                    cls = (exception.CephNoSpace
+                           if -ret in (errno.ENOSPC, errno.EDQUOT)
+                           else exception.CephError)
+                    error = cls(site=self.site, operation='write',
+                                target=self.spec,
+                                reason='%s at offset %d (errno %d)' % (
+                                    os.strerror(-ret), offset, -ret))
+            except Exception as e:
+                error = e
+            done(error)
+        with self._translate('write'):
+            self._image.aio_write(data, offset, complete)
 
     def zero(self, offset, length):
         """Make a range read as zeros, exactly, at any alignment.

@@ -54,6 +54,7 @@ async def serve(conf):
             device_options={'shard_size': sh.shard_size,
                             'zstd_level': sh.zstd_level,
                             'compression': sh.compression,
+                            'lz4_acceleration': sh.lz4_acceleration,
                             'workers': sh.workers,
                             'checkpoint_bytes': sh.checkpoint_mib << 20})
         await server.start()

@@ -213,6 +213,31 @@ class RbdImageSink(sink.GroupSink):
     def zero(self, offset, length):
         self._image.zero(offset, length)
 
+    def discard(self):
+        """Remove the staging image of a first copy that failed.
+
+        Only a staging image (never an image under its real name, which a
+        catch-up round may be updating); best effort: an error is logged,
+        the caller's error is the one to report.
+        """
+        if self.name_open != self.staging:
+            return
+        try:
+            if self._image is not None:
+                image, self._image = self._image, None
+                for snap in image.list_snapshots():
+                    if snap.namespace == 'user':
+                        image.remove_snapshot(snap.name)
+                image.close()
+            self.name_open = None
+            self._pool.remove_image(self.staging)
+            LOG.info('%s: removed %s after a failed copy', self.where,
+                     self.staging)
+        except exception.FedexException as e:
+            LOG.warning('%s: could not remove %s after a failed copy: %s',
+                        self.where, self.staging, e)
+        self._end()
+
     def complete(self, snapshot, digest=None, final=False):
         """Take snapshot N; with ``digest``, check the whole image first.
 

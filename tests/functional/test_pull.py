@@ -109,8 +109,27 @@ class TestPull(test_catchup.CatchUpTestCase):
         with self.pool('site-a') as pool:
             self.assertFalse(pool.image_exists(self.image))
 
-    def lying_terminal(self):
-        """site-b's certificate, READ_* answered with a wrong image digest."""
+    def test_a_copy_cut_off_midway_leaves_no_staging_image(self):
+        self.image = self.name('cut')
+        self.spec = 'vms/' + self.image
+        for name in (self.image, self.image + '.importing-ship1'):
+            self.addCleanup(self._remove_image, 'site-a', 'vms', name)
+        port = self.lying_terminal(hang_up=True)
+        result = self.pull(port)
+        self.assertNotEqual(0, result.returncode, result.stderr)
+        self.assertEqual(1, len(result.stderr.strip().splitlines()),
+                         result.stderr)
+        with self.pool('site-a') as pool:
+            # A block was written before the terminal went away.
+            self.assertFalse(pool.image_exists(self.image))
+            self.assertFalse(pool.image_exists(self.image +
+                                               '.importing-ship1'))
+
+    def lying_terminal(self, hang_up=False):
+        """site-b's certificate, READ_* answered with a wrong image digest.
+
+        With ``hang_up``, the connection is closed after the first block.
+        """
         name, ca, cert, key = self.terminal('site-b')
         ctx = tls.server_context(ca, cert, key)
         data = os.urandom(64 << 10)
@@ -133,6 +152,9 @@ class TestPull(test_catchup.CatchUpTestCase):
                         body = {'offset': 0, 'length': len(data),
                                 'data': data,
                                 'digest': digest_mod.block_digest(data)}
+                    elif frame.type == m.READ_NEXT and hang_up:
+                        writer.close()
+                        return
                     elif frame.type == m.READ_NEXT:
                         body = {'offset': SIZE, 'length': 0, 'last': True,
                                 'image_digest': 'ab' * 32}

@@ -79,3 +79,63 @@ class TestShipmentCrypto(testtools.TestCase):
         bad = bytearray(sealed)
         bad[-1] ^= 0x80
         self.assertIsNone(self.c.open_manifest(bytes(bad)))
+
+
+class TestOpenChunkInto(testtools.TestCase):
+    """The import decodes records in place: same results as open_chunk."""
+
+    def setUp(self):
+        super().setUp()
+        self.key = os.urandom(32)
+        self.c = crypto.ShipmentCrypto(self.key, 'ship-1')
+
+    def into(self, digest, record, length, check_digest=True):
+        out = bytearray(b'\xee' * (length + 8))
+        ok = self.c.open_chunk_into(digest, record,
+                                    memoryview(out)[4:4 + length],
+                                    check_digest=check_digest)
+        # Nothing is written outside the piece given.
+        self.assertEqual(b'\xee' * 4, bytes(out[:4]))
+        self.assertEqual(b'\xee' * 4, bytes(out[-4:]))
+        return ok, bytes(out[4:4 + length])
+
+    def test_stored_lz4_and_zstd_records(self):
+        zstd = crypto.ShipmentCrypto(self.key, 'ship-1', compression='zstd')
+        for data in (os.urandom(65536), b'abc' * 20000, bytes(65536), b'x'):
+            d = self.c.digest(data)
+            for sealer in (self.c, zstd):
+                record = sealer.seal_chunk(d, data)
+                self.assertEqual((True, data),
+                                 self.into(d, record, len(data)))
+                self.assertEqual((True, data), self.into(
+                    d, record, len(data), check_digest=False))
+
+    def test_bad_records_are_refused(self):
+        data = b'a line of text\n' * 4000
+        d = self.c.digest(data)
+        record = self.c.seal_chunk(d, data)
+        self.assertEqual(crypto.FLAG_LZ4, record[0])
+        flipped = bytearray(record)
+        flipped[len(flipped) // 2] ^= 1
+        other = self.c.digest(b'other')
+        for bad, digest, length in ((flipped, d, len(data)),
+                                    (record, other, len(data)),
+                                    (record, d, len(data) - 1),
+                                    (record[:30], d, len(data))):
+            self.assertFalse(self.into(digest, bytes(bad), length)[0])
+            self.assertFalse(self.into(digest, bytes(bad), length,
+                                       check_digest=False)[0])
+
+    def test_lz4_acceleration_changes_the_bytes_not_what_reads(self):
+        data = b''.join(b'%d: some words of a page of text\n' % i
+                        for i in range(2500))
+        d = self.c.digest(data)
+        sizes = []
+        for acceleration in (1, 64):
+            sealer = crypto.ShipmentCrypto(self.key, 'ship-1',
+                                           lz4_acceleration=acceleration)
+            record = sealer.seal_chunk(d, data)
+            sizes.append(len(record))
+            self.assertEqual(data, self.c.open_chunk(d, record))
+            self.assertEqual((True, data), self.into(d, record, len(data)))
+        self.assertLess(sizes[0], sizes[1])
