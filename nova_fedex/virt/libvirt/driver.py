@@ -576,7 +576,11 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         cutover.timings['delta'] = delta_done - paused_at
         cutover.reports.append(('delta_applied', dict(
             changed=cutover.delta.changed, wire=cutover.delta.wire,
-            seconds=cutover.delta.seconds)))
+            seconds=cutover.delta.seconds,
+            # Its parts: every disk's blocks up to REPLICATION_COMPLETE
+            # (flushed at B), then the group commit (B's snapshots).
+            blocks_seconds=cutover.delta.timings.get('blocks'),
+            commit_seconds=cutover.delta.timings.get('commit'))))
         # From here on site B holds the only current state: go forward.
         if cutover.was_paused:
             return

@@ -69,6 +69,7 @@ class FakeDelta(object):
         self.seen = None
         self.changed = self.wire = 0
         self.seconds = 0.0
+        self.timings = {}
         self.snapshot = 'fedex-final-%s' % plan.migration_id[:8]
 
     def open(self):
