@@ -372,3 +372,12 @@ class PeerGone(ManagerError):
                "%(terminal)s unreachable for %(seconds)d s ([conductor] "
                "peer_patience): %(reason)s; bring its lsrp-agent back, then "
                "retry the migration")
+
+
+class FinalStateMismatch(CutoverError):
+    # (The disks first: Nova keeps 255 characters of an instance fault.)
+    message = ("disks differ from the source's final state after the FedEx "
+               "cutover of migration %(migration)s: %(reason)s. Server "
+               "%(server)s runs at the destination on them; the source's "
+               "images are kept (retention): compare them before they are "
+               "removed")

@@ -59,6 +59,14 @@ fedex_opts = [
                     'checks each one and the group commit (cheap, inside the '
                     'pause). image: also compare a digest of each whole image '
                     '(reads every disk: only for small disks or tests).'),
+    cfg.FloatOpt('final_state_check_timeout',
+                 default=900.0, min=0.0,
+                 help='After the resume, off the pause: seconds the '
+                      'comparison of each whole disk (the source\'s final '
+                      'state against the destination\'s final snapshot, '
+                      'both read whole) may take; a mismatch is an instance '
+                      'fault and the manager\'s event final_state_mismatch. '
+                      '0: not compared.'),
     cfg.FloatOpt('migrate_back_timeout',
                  default=600.0, min=1.0,
                  help='Seconds to wait for a paused guest migrated back to '

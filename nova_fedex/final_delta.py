@@ -27,6 +27,8 @@ from lsrp.protocol import messages as m
 from lsrp.protocol import sender as sender_mod
 
 LOG = logging.getLogger(__name__)
+# The whole-image comparison after the resume (the terminals' default).
+DIGEST = 'blake3'
 
 
 class HeadSender(sender_mod.DiskSender):
@@ -69,14 +71,15 @@ class HeadSender(sender_mod.DiskSender):
                                        self._image, from_snapshot)
         if base:
             start['base_id'] = base
-        started = await self._start(conn, session, self._pool, name, start)
+        started = await self.start_round(conn, session, self._pool, name,
+                                         start)
         self.resumed_at = started['offset']
-        streams = [sender_mod._Stream(self, conn, session)]
+        streams = [sender_mod.Stream(self, conn, session)]
         for client in extra:
             await client.conn.request(m.INIT_SESSION, {
                 'disk': self.spec, 'shipment': self.shipment,
                 'attach': session})
-            streams.append(sender_mod._Stream(self, client.conn, session))
+            streams.append(sender_mod.Stream(self, client.conn, session))
         self._round = (session, from_snapshot, size, streams, snapshot,
                        group)
         return self
@@ -86,8 +89,8 @@ class HeadSender(sender_mod.DiskSender):
         session, from_snapshot, size, streams, snapshot, group = self._round
         try:
             if self.resumed_at < size:
-                await self._stream(streams, self._image, from_snapshot,
-                                   self.resumed_at)
+                await self.stream(streams, self._image, from_snapshot,
+                                  self.resumed_at)
             body = {'snapshot': snapshot}
             if group:
                 body['group'] = group
@@ -274,6 +277,49 @@ class FinalDelta(object):
                 begun = None
                 await self._close_clients(clients)
                 clients = None
+
+    # --- after the resume --------------------------------------------------
+
+    def _digest_at_source(self, spec):
+        pool_name, name = spec.split('/', 1)
+        with self.cluster.pool(pool_name) as pool:
+            with pool.open_image(name, read_only=True) as image:
+                return image.digest(DIGEST)
+
+    async def _digest_at_destination(self, spec):
+        client = await self.connect()
+        try:
+            conn = client.conn
+            opened = await conn.request(m.READ_OPEN, {
+                'disk': spec, 'shipment': self.shipment,
+                'snapshot': self.snapshot})
+            answer = await conn.request(m.READ_DIGEST,
+                                        {'algorithm': DIGEST},
+                                        opened['session'])
+            return answer['image_digest']
+        finally:
+            await client.close()
+
+    def compare(self, timeout):
+        """Whole images after the resume: [(spec, at A, at B)] digests.
+
+        A's image (its head: the source QEMU has stopped, nothing writes it
+        any more) against B's final snapshot (its state at the resume),
+        which the destination terminal digests; both read whole, in
+        parallel, off the pause. Raises on a timeout or an error.
+        """
+        if self._loop is None:
+            raise self._failed('not connected (open() was not called)')
+
+        async def both(spec):
+            return await asyncio.gather(
+                asyncio.to_thread(self._digest_at_source, spec),
+                self._digest_at_destination(spec))
+
+        async def every():
+            return await asyncio.gather(*[both(s) for s in self.specs])
+        results = self._run(every(), timeout)
+        return [(spec, a, b) for spec, (a, b) in zip(self.specs, results)]
 
     def apply(self, timeout):
         """Send and commit the final delta of every disk; raise if not done.

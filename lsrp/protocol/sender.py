@@ -135,8 +135,8 @@ class DiskSender(object):
                     info = await asyncio.to_thread(image.info)
                     start.update(object_size=info.object_size,
                                  features=list(info.feature_names))
-                started = await self._start(conn, session, pool, name,
-                                            start)
+                started = await self.start_round(conn, session, pool, name,
+                                                 start)
                 self.resumed_at = started['offset']
                 if self.resumed_at >= size:
                     return 0, 0   # applied by an earlier run
@@ -144,14 +144,14 @@ class DiskSender(object):
                     LOG.info('%s: the destination terminal %s has this round '
                              'up to offset %d; going on from there', self.spec,
                              self.client.peer, self.resumed_at)
-                streams = [_Stream(self, conn, session)]
+                streams = [Stream(self, conn, session)]
                 for client in extra:
                     await client.conn.request(m.INIT_SESSION, {
                         'disk': self.spec, 'shipment': self.shipment,
                         'attach': session})
-                    streams.append(_Stream(self, client.conn, session))
-                changed = await self._stream(streams, image, from_snapshot,
-                                             self.resumed_at)
+                    streams.append(Stream(self, client.conn, session))
+                changed = await self.stream(streams, image, from_snapshot,
+                                            self.resumed_at)
                 body = {'snapshot': snapshot}
                 if group:
                     body['group'] = group
@@ -164,8 +164,12 @@ class DiskSender(object):
         await conn.request(m.REPLICATION_COMPLETE, body, session)
         return changed, self.wire
 
-    async def _start(self, conn, session, pool, name, start):
-        """REPLICATION_START, with the proof of N-1.
+    # The steps of send(), public for senders that split a round around
+    # a pause (nova_fedex.final_delta.HeadSender): start_round() before
+    # it, stream() and REPLICATION_COMPLETE inside it.
+
+    async def start_round(self, conn, session, pool, name, start):
+        """REPLICATION_START, with the proof of N-1; returns its answer.
 
         By digest when the destination has no record that ties its N-1 to
         ours (it answers BASE_UNPROVEN).
@@ -211,8 +215,12 @@ class DiskSender(object):
                 self.ordered.data(piece.offset, data)
         return item
 
-    async def _stream(self, streams, image, from_snapshot, start=0):
-        """Deal the changed pieces over the streams, in turn; drain them."""
+    async def stream(self, streams, image, from_snapshot, start=0):
+        """Deal the changed pieces over the streams, in turn; drain them.
+
+        ``streams``: :class:`Stream` objects, one per connection attached
+        to the session. Returns the changed bytes.
+        """
         changes = image.iter_changes(from_snapshot, chunk_size=self.block,
                                      start=start)
         self.changed = self.wire = 0
@@ -250,7 +258,7 @@ class DiskSender(object):
         return self.changed
 
 
-class _Stream(object):
+class Stream(object):
     """One connection's share of a round: what it has in flight."""
 
     def __init__(self, sender, conn, session):
@@ -330,6 +338,10 @@ class _Stream(object):
         while self.acks:
             type_, future = self.acks.popleft()
             self.conn.check(await future, type_)
+
+
+# The names these had before HeadSender used them (tests patch them).
+_Stream = Stream
 
 
 def _retrieve(future):

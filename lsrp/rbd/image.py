@@ -137,10 +137,18 @@ class Image(bounded.Closing, source.Source):
 
     # --- snapshots ----------------------------------------------------------
 
-    def create_snapshot(self, name):
+    def create_snapshot(self, name, quiesce=True):
+        """Snapshot ``name`` of the head.
+
+        ``quiesce=False``: no quiesce notification to the image's other
+        clients (a replica's snapshot: nothing runs on it to quiesce, and
+        at a cutover B's paused QEMU has it open). Each notification is a
+        round trip to every watcher.
+        """
+        flags = 0 if quiesce else rbd.RBD_SNAP_CREATE_SKIP_QUIESCE
         with self._translate('create snapshot', snapshot=name,
                              exists=exception.SnapshotExists):
-            self._image.create_snap(name)
+            self._image.create_snap(name, flags)
 
     def remove_snapshot(self, name):
         with self._translate('remove snapshot', snapshot=name,

@@ -406,10 +406,11 @@ class PeerHandler(object):
                 for disk, (session, _) in members.items():
                     registry.move(disk, session, sessions_mod.COMPLETE)
                 if body.get('release'):
-                    for _, shared in members.values():
-                        release = getattr(shared.sink, 'release', None)
-                        if release is not None:
-                            await self._in_thread(release)
+                    # At once: each close waits for its lock's release.
+                    await asyncio.gather(*[
+                        self._in_thread(shared.sink.release)
+                        for _, shared in members.values()
+                        if hasattr(shared.sink, 'release')])
         finally:
             for _, shared in members.values():
                 shared.busy -= 1

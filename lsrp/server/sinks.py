@@ -248,7 +248,7 @@ class RbdImageSink(sink.GroupSink):
                 code='BAD_STATE', reason='%s: a final round needs the image '
                 'digest' % self.where)
         self._image.flush()
-        self._image.create_snapshot(snapshot)
+        self._image.create_snapshot(snapshot, quiesce=False)
         if digest:
             with self._pool.open_image(self.name_open,
                                        snapshot=snapshot) as snap:
@@ -318,7 +318,10 @@ class RbdImageSink(sink.GroupSink):
     def commit(self, snapshot):
         """The group's commit: take snapshot N (again: nothing to do)."""
         if not self._image.snapshot_exists(snapshot):
-            self._image.create_snapshot(snapshot)
+            # No quiesce round trip: a replica's snapshot is what the
+            # source's was; nothing runs on it to quiesce (at a cutover,
+            # the guest waits paused at B for this very snapshot).
+            self._image.create_snapshot(snapshot, quiesce=False)
         self._record(snapshot, self.prepared_digest)
         self._end()
         self.prepared = None

@@ -176,6 +176,11 @@ class CutoverPauseBench(base.TestNovaCutover):
         time.sleep(1)
         poll_a.stop()
         poll_b.stop()
+        # nova_fedex's comparison after the resume reports after COMPLETED.
+        self.dep.wait(lambda: any(
+            'nova: final_state_' in e
+            for e in self.events(self.dep_migrations(sid)[0])), 300,
+            'the final-state comparison')
         m = self.dep_migrations(sid)[0]
         details = {}
         for e in self.event_rows(m):
@@ -216,6 +221,15 @@ class CutoverPauseBench(base.TestNovaCutover):
             'delta_wire_bytes': delta.get('wire'),
             'delta_ms': round(delta['seconds'] * 1000)
             if delta.get('seconds') is not None else None,
+            # The delta's parts: the blocks (flushed at B), the group commit
+            # (B's snapshots, their release).
+            'delta_blocks_ms': _ms(delta.get('blocks_seconds')),
+            'delta_commit_ms': _ms(delta.get('commit_seconds')),
+            # nova_fedex's whole-image comparison after the resume.
+            'final_state': ([k for k in details
+                             if k.startswith('final_state_')] or [None])[0],
+            'final_state_check_s': details.get(
+                'final_state_checked', {}).get('seconds'),
             # From Nova seeing libvirt's COMPLETED to the guest resumed at B.
             'copy_end_to_resumed_ms': round(after_copy * 1000)
             if after_copy is not None else None,

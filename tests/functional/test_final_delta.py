@@ -53,10 +53,25 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
                 self.write(spec, count=2, seed=20 + seed)
         try:
             delta.apply(120)
+            # After the resume: whole images, A's head against B's final
+            # snapshot (the guest writes B's head now).
+            with self.sites['site-b'].pool('vms') as pool:
+                with pool.open_image(specs[0].split('/')[1]) as img:
+                    img.write(0, b'written at B after the resume')
+            compared = delta.compare(120)
+            # A mismatch is found: A's head written after the delta.
+            self.write(specs[1], count=1, seed=31)
+            differs = delta.compare(120)
         finally:
             delta.close()
         self.assertGreater(delta.changed, 0)
-        for spec in specs:
+        self.assertEqual(specs, [spec for spec, _, _ in compared])
+        for spec, a, b in compared:
+            self.assertEqual(a, b)
+        self.assertEqual([False, True],
+                         [a != b for _, a, b in differs])
+        self.assertEqual(compared[0], differs[0])
+        for spec in specs[:1]:
             self.assertEqual(self.cli_sha256('site-a', spec),
                              self.cli_sha256('site-b', spec + '@fedex-final'))
             # No snapshot was taken at site-a inside the "pause".

@@ -230,24 +230,19 @@ class TestNovaCutover(CutoverTestCase):
         at_a.wait_advancing(ticks=20, timeout=180)
 
         # Poll the guest's counter from outside at both sites while the
-        # migration runs: the longest silence is its pause.
-        stop = threading.Event()
-        poll_a = guest_reader.Poller(at_a)
-        poll_b = guest_reader.Poller(self.reader('site-b', image))
-
-        def poll(poller):
-            # B's image appears with the import: poll once it is there.
-            while not stop.is_set():
-                try:
-                    return poller.poll_until(stop.is_set, 3000)
-                except Exception:
-                    time.sleep(0.5)
-        for poller in (poll_a, poll_b):
-            threading.Thread(target=poll, args=(poller,), daemon=True).start()
+        # migration runs: the longest silence is its pause. One process
+        # per site (never librbd from threads of this one: SIGSEGV, see
+        # guest_reader.PollerProcess); B's waits for its image's import.
+        poll_a, poll_b = (
+            guest_reader.PollerProcess(self.sandbox.site(site).conf, 'vms',
+                                       image) for site in ('site-a', 'site-b'))
+        self.addCleanup(poll_a.stop)
+        self.addCleanup(poll_b.stop)
         began = time.monotonic()
         out = self.migrate(sid)
         api_to_end = time.monotonic() - began
-        stop.set()
+        poll_a.stop()
+        poll_b.stop()
 
         shown = self.show(sid)
         self.assertEqual('ACTIVE', shown['status'], out)
@@ -268,19 +263,24 @@ class TestNovaCutover(CutoverTestCase):
         arrived = [t for t, c in poll_b.changes if c > last_a]
         pause = arrived[0] - left if arrived else None
         # Bit-exact: A's image (its QEMU stopped) and B's final snapshot.
-        mid = [x for x in db.list_(self.ctx, 'migration')
-               if any(s['server_id'] == sid for s in x['servers'])][0]['id']
+        m = [x for x in db.list_(self.ctx, 'migration')
+             if any(s['server_id'] == sid for s in x['servers'])][0]
+        mid = m['id']
         spec = 'vms/%s' % image
         self.assertEqual(
             self.sandbox.site('site-a').export_sha256(spec),
             self.sandbox.site('site-b').export_sha256(
                 '%s@fedex-final-%s' % (spec, mid[:8])))
+        # nova_fedex compared the whole images itself after the resume.
+        self.dep.wait(lambda: any('nova: final_state_' in e
+                                  for e in self.events(m)), 300,
+                      'the comparison of the final state')
+        self.assertTrue(any('nova: final_state_checked' in e
+                            for e in self.events(m)), self.events(m))
         print('cutover: API to COMPLETED %.1f s; last counter at A %d, '
               'B at %d; pause seen from outside %s s' % (
                   api_to_end, last_a, resumed.counter,
                   '%.3f' % pause if pause is not None else '?'))
-        m = [x for x in db.list_(self.ctx, 'migration')
-             if any(s['server_id'] == sid for s in x['servers'])][0]
         self.assertEqual(states.COMPLETED, m['state'])
         self.assert_belongs_to_b(sid, m)
 

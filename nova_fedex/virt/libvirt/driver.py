@@ -576,7 +576,11 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         cutover.timings['delta'] = delta_done - paused_at
         cutover.reports.append(('delta_applied', dict(
             changed=cutover.delta.changed, wire=cutover.delta.wire,
-            seconds=cutover.delta.seconds)))
+            seconds=cutover.delta.seconds,
+            # Its parts: every disk's blocks up to REPLICATION_COMPLETE
+            # (flushed at B), then the group commit (B's snapshots).
+            blocks_seconds=cutover.delta.timings.get('blocks'),
+            commit_seconds=cutover.delta.timings.get('commit'))))
         # From here on site B holds the only current state: go forward.
         if cutover.was_paused:
             return
@@ -617,7 +621,54 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         zone = self._fedex_follow_zone(context, instance, dest)
         self._fedex_report(context, plan, 'completed', dest=dest,
                            availability_zone=zone)
+        if CONF.fedex.final_state_check_timeout:
+            self._fedex_check_final_state(cutover, context, instance)
         return result
+
+    def _fedex_check_final_state(self, cutover, context, instance):
+        """After the resume: each disk whole, A's final state against B's.
+
+        Off the pause (the guest runs at B): A's image is stable (its QEMU
+        stopped) and B's final snapshot is B's state at the resume. A
+        mismatch cannot be undone any more (the guest writes B): it is
+        reported loudly, as an instance fault and the manager's event
+        ``final_state_mismatch``, and A's retained images are the evidence.
+        Never raises.
+        """
+        plan = cutover.plan
+        began = time.monotonic()
+        try:
+            compared = cutover.delta.compare(
+                CONF.fedex.final_state_check_timeout)
+        except Exception as e:
+            LOG.error('FedEx: the final state was not compared (%s); A\'s '
+                      'images are kept until the retention ends',
+                      e or type(e).__name__, instance=instance)
+            self._fedex_report(context, plan, 'final_state_unchecked',
+                               reason='%s: %s' % (type(e).__name__, e))
+            return
+        seconds = time.monotonic() - began
+        differ = [(spec, a, b) for spec, a, b in compared if a != b]
+        if differ:
+            error = exception.FinalStateMismatch(
+                server=instance.uuid, migration=plan.migration_id,
+                reason='; '.join('%s: %s %s at site %s, %s at %s' % (
+                    spec, final_delta.DIGEST, a, plan.source_site, b,
+                    cutover.delta.snapshot) for spec, a, b in differ))
+            LOG.critical('FedEx: %s', error, instance=instance)
+            _record_fault(context, instance, error)
+            self._fedex_report(context, plan, 'final_state_mismatch',
+                               reason=str(error), seconds=seconds,
+                               disks={s: {'source': a, 'destination': b}
+                                      for s, a, b in compared})
+            return
+        LOG.info('FedEx: the destination equals the source\'s final state '
+                 '(%s of %d disks, %.1f s after the resume)',
+                 final_delta.DIGEST, len(compared), seconds,
+                 instance=instance)
+        self._fedex_report(context, plan, 'final_state_checked',
+                           seconds=seconds, algorithm=final_delta.DIGEST,
+                           disks={s: a for s, a, _ in compared})
 
     def _fedex_follow_zone(self, context, instance, dest):
         """The server's RequestSpec asks for B's zone, if it asked for A's.

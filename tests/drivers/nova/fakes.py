@@ -69,6 +69,8 @@ class FakeDelta(object):
         self.seen = None
         self.changed = self.wire = 0
         self.seconds = 0.0
+        self.timings = {}
+        self.snapshot = 'fedex-final-%s' % plan.migration_id[:8]
 
     def open(self):
         self.calls.append('open')
@@ -88,6 +90,13 @@ class FakeDelta(object):
             raise self.failure
         self.changed, self.wire, self.seconds = 1 << 20, 300000, 0.2
         return self
+
+    def compare(self, timeout):
+        """After the resume: A's digest against B's, per disk."""
+        self.calls.append('compare')
+        return [(d.source, 'a' * 64,
+                 self.test.final_state_at_b.get(d.source, 'a' * 64))
+                for d in self.plan.disks]
 
     def close(self):
         self.calls.append('close')

@@ -102,6 +102,7 @@ class CutoverTestBase(base.LibvirtMigrationMixin,
         self.manager = fakes.FakeManager()
         self.deltas = []
         self.delta_failure = None
+        self.final_state_at_b = {}    # spec -> B's digest, when it differs
         self.peer_failure = None
         self.start_compute('src')
         self.start_compute('dest')
@@ -262,7 +263,9 @@ class TestCutover(CutoverTestBase):
         # The final delta ran once the source stopped, while the guest was
         # paused at B; then the guest was resumed.
         self.assertEqual(1, len(self.deltas))
-        self.assertEqual(['open', 'apply', 'close'], self.deltas[0].calls)
+        # Whole images compared after the resume, before the close.
+        self.assertEqual(['open', 'apply', 'compare', 'close'],
+                         self.deltas[0].calls)
         self.assertEqual((fakelibvirt.VIR_DOMAIN_PAUSED, False),
                          self.deltas[0].seen)
         self.assertEqual(fakelibvirt.VIR_DOMAIN_RUNNING, dom.info()[0])
@@ -272,8 +275,28 @@ class TestCutover(CutoverTestBase):
         self.rbd.cleanup_volumes.assert_not_called()
         self.rbd.remove_image.assert_not_called()
         self.assertEqual(['migrating', 'paused_at_destination',
-                          'delta_applied', 'resumed', 'completed'],
-                         self.wait_for_events(5))
+                          'delta_applied', 'resumed', 'completed',
+                          'final_state_checked'],
+                         self.wait_for_events(6))
+
+    def test_final_state_mismatch_after_the_resume_is_reported(self):
+        # Found after the resume: the guest stays at B (it writes there
+        # already), and the mismatch is a fault and an event.
+        self.boot()
+        plan = self.plan()
+        bad = plan.disks[0].source
+        self.final_state_at_b[bad] = 'b' * 64
+        self.cutover()
+        self.assertEqual('dest', self.host_of(self.server))
+        self.assertEqual('final_state_mismatch', self.wait_for_events(6)[-1])
+        details = self.manager.events[-1][1]
+        self.assertEqual({'source': 'a' * 64, 'destination': 'b' * 64},
+                         details['disks'][bad])
+        faults = objects.InstanceFaultList.get_by_instance_uuids(
+            nova_context.get_admin_context(), [self.server['id']])
+        self.assertTrue(any('differ from the source\'s final state' in
+                            f.message and bad in f.message for f in faults),
+                        [f.message for f in faults])
 
     def test_a_cutover_of_a_server_without_disks_elsewhere_is_refused(self):
         # A disk of the domain that the migration did not ship.

@@ -21,7 +21,10 @@ from lsrp.manager import policy
 from lsrp.manager import states
 
 EVENTS = ('refused', 'migrating', 'paused_at_destination', 'delta_applied',
-          'resumed', 'completed', 'rolled_back', 'stranded')
+          'resumed', 'completed', 'rolled_back', 'stranded',
+          # After the resume: whole images compared (nova_fedex).
+          'final_state_checked', 'final_state_mismatch',
+          'final_state_unchecked')
 EVENT_SCHEMA = {
     'type': 'object', 'additionalProperties': False,
     'required': ['event'],
