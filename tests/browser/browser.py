@@ -41,6 +41,8 @@ class Browser(object):
         options.binary_location = CHROMIUM
         for flag in FLAGS + ('--user-data-dir=' + self.profile,):
             options.add_argument(flag)
+        # The page's console, for js_errors().
+        options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
         self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER),
                                        options=options)
         self.driver.set_page_load_timeout(120)
@@ -125,6 +127,21 @@ class Browser(object):
     def messages(self):
         """Texts of Horizon's messages (alerts) on the page."""
         return [e.text for e in self.find_all('.messages .alert')]
+
+    def js_errors(self):
+        """The console's errors since the last call (SEVERE entries)."""
+        return [e['message'] for e in self.driver.get_log('browser')
+                if e.get('level') == 'SEVERE']
+
+    def js_started(self):
+        """Whether Horizon's JavaScript started.
+
+        The Angular application bootstrapped, the tables' row polling defined.
+        """
+        return self.driver.execute_script(
+            'return !!(window.angular && window.horizon && '
+            'horizon.datatables && horizon.datatables.update && '
+            'angular.element(document.body).injector());')
 
     def text(self):
         return self.driver.find_element(By.TAG_NAME, 'body').text
