@@ -100,7 +100,25 @@ class Browser(object):
             'cannot click %s on %s' % (css, self.driver.current_url)).click()
 
     def select(self, css, value):
-        Select(self.find(css)).select_by_value(value)
+        el = self.find(css)
+        if el.is_displayed():
+            Select(el).select_by_value(value)
+            return
+        # Horizon's theme hides the native <select> behind its themable
+        # dropdown: choose there, as a user does.
+        menu = el.find_element(
+            By.XPATH, './ancestor::*[contains(@class, "themable-select")][1]')
+        menu.find_element(By.CSS_SELECTOR, '.dropdown-toggle').click()
+        options = menu.find_elements(
+            By.CSS_SELECTOR, 'a[data-select-value="%s"]' % value)
+        if not options:
+            raise AssertionError('%s has no option %r on %s'
+                                 % (css, value, self.driver.current_url))
+        self.wait(lambda d: options[0].is_displayed(), 10,
+                  'the menu of %s open' % css)
+        options[0].click()
+        self.wait(lambda d: el.get_attribute('value') == value, 10,
+                  '%s set to %r' % (css, value))
 
     def fill(self, css, text):
         el = self.find(css)
