@@ -41,6 +41,8 @@ class Browser(object):
         options.binary_location = CHROMIUM
         for flag in FLAGS + ('--user-data-dir=' + self.profile,):
             options.add_argument(flag)
+        # The page's console, for js_errors().
+        options.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
         self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER),
                                        options=options)
         self.driver.set_page_load_timeout(120)
@@ -98,7 +100,25 @@ class Browser(object):
             'cannot click %s on %s' % (css, self.driver.current_url)).click()
 
     def select(self, css, value):
-        Select(self.find(css)).select_by_value(value)
+        el = self.find(css)
+        if el.is_displayed():
+            Select(el).select_by_value(value)
+            return
+        # Horizon's theme hides the native <select> behind its themable
+        # dropdown: choose there, as a user does.
+        menu = el.find_element(
+            By.XPATH, './ancestor::*[contains(@class, "themable-select")][1]')
+        menu.find_element(By.CSS_SELECTOR, '.dropdown-toggle').click()
+        options = menu.find_elements(
+            By.CSS_SELECTOR, 'a[data-select-value="%s"]' % value)
+        if not options:
+            raise AssertionError('%s has no option %r on %s'
+                                 % (css, value, self.driver.current_url))
+        self.wait(lambda d: options[0].is_displayed(), 10,
+                  'the menu of %s open' % css)
+        options[0].click()
+        self.wait(lambda d: el.get_attribute('value') == value, 10,
+                  '%s set to %r' % (css, value))
 
     def fill(self, css, text):
         el = self.find(css)
@@ -125,6 +145,21 @@ class Browser(object):
     def messages(self):
         """Texts of Horizon's messages (alerts) on the page."""
         return [e.text for e in self.find_all('.messages .alert')]
+
+    def js_errors(self):
+        """The console's errors since the last call (SEVERE entries)."""
+        return [e['message'] for e in self.driver.get_log('browser')
+                if e.get('level') == 'SEVERE']
+
+    def js_started(self):
+        """Whether Horizon's JavaScript started.
+
+        The Angular application bootstrapped, the tables' row polling defined.
+        """
+        return self.driver.execute_script(
+            'return !!(window.angular && window.horizon && '
+            'horizon.datatables && horizon.datatables.update && '
+            'angular.element(document.body).injector());')
 
     def text(self):
         return self.driver.find_element(By.TAG_NAME, 'body').text

@@ -26,6 +26,17 @@ class ShipmentsTests(base.AdminTestCase):
         self.assertIn(urls.reverse('horizon:admin:fedex_shipments:event',
                                    args=['s-1']), res.content.decode())
 
+    def test_forms_open_in_the_modal(self):
+        # A row's action link asks for its form by AJAX: Horizon's modal.
+        for url in (urls.reverse('horizon:admin:fedex_shipments:event',
+                                 args=['s-1']),
+                    urls.reverse('horizon:admin:fedex_devices:custody',
+                                 args=['d-1'])):
+            res = self.client.get(url, HTTP_X_REQUESTED_WITH='XMLHttpRequest')
+            self.assertEqual(200, res.status_code, url)
+            self.assertTemplateUsed(res, 'horizon/common/_modal_form.html')
+            self.assertTemplateNotUsed(res, 'base.html')
+
     @mock.patch(API + 'shipment_event')
     def test_handed_to_carrier_with_tracking_number(self, m_event):
         m_event.return_value = dict(SHIPMENT, state='HANDED_TO_CARRIER',

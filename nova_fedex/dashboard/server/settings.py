@@ -19,25 +19,33 @@ from nova_fedex.dashboard import enabled as fedex_enabled
 
 _DIR = os.environ['FEDEX_HORIZON_DIR']
 
-# Redo Horizon's update_dashboards with the plugin's directory too (it
-# cannot be applied twice to the same configuration).
+# Redo Horizon's find_static_files and update_dashboards with the plugin's
+# directory too (neither can be applied twice to the same configuration;
+# without find_static_files no 'horizon.app' module reaches the page and
+# Horizon's JavaScript, the tables' row polling with it, never starts).
 HORIZON_CONFIG = base.HORIZON_CONFIG
 INSTALLED_APPS = [a for a in base.INSTALLED_APPS
                   if a not in HORIZON_CONFIG.get('plugins', ())]
 for _key in ('dashboards', 'default_dashboard', 'panel_customization',
              'angular_modules', 'js_files', 'js_spec_files', 'scss_files',
-             'xstatic_modules', 'plugins', 'header_sections'):
+             'xstatic_modules', 'plugins', 'header_sections',
+             'external_templates'):
     HORIZON_CONFIG.pop(_key, None)
+settings_utils.find_static_files(HORIZON_CONFIG, base.AVAILABLE_THEMES,
+                                 base.THEME_COLLECTION_DIR, base.ROOT_PATH)
 settings_utils.update_dashboards([enabled, fedex_enabled], HORIZON_CONFIG,
                                  INSTALLED_APPS)
 
 OPENSTACK_KEYSTONE_URL = os.environ['FEDEX_HORIZON_KEYSTONE_URL']
 ALLOWED_HOSTS = ['127.0.0.1', 'localhost']
 DEBUG = False
-# One uwsgi process: sessions and cache in its memory, no memcached.
+# No memcached: the cache in the process's memory, and the session in a
+# signed cookie (Horizon's documented choice without a shared cache): a
+# session in the cache answered the page after login with a 400
+# SessionInterrupted when the browser's requests overlapped.
 CACHES = {'default': {
     'BACKEND': 'django.core.cache.backends.locmem.LocMemCache'}}
-SESSION_ENGINE = 'django.contrib.sessions.backends.cache'
+SESSION_ENGINE = 'django.contrib.sessions.backends.signed_cookies'
 STATIC_ROOT = os.path.join(_DIR, 'static')
 COMPRESS_ROOT = STATIC_ROOT
 COMPRESS_OFFLINE = False

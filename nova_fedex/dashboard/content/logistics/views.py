@@ -42,6 +42,8 @@ class DevicesView(tables.DataTableView):
 class CarrierEventView(forms.ModalFormView):
     form_class = l_forms.CarrierEventForm
     template_name = 'fedex/logistics/form.html'
+    # Opened from a row, the form comes in Horizon's modal (an AJAX request).
+    ajax_template_name = 'horizon/common/_modal_form.html'
     modal_id = 'fedex_carrier_event_modal'
     modal_header = _('Record Carrier Event')
     submit_label = _('Record')
@@ -62,6 +64,8 @@ class CarrierEventView(forms.ModalFormView):
 class CustodyView(forms.ModalFormView):
     form_class = l_forms.CustodyForm
     template_name = 'fedex/logistics/form.html'
+    # Opened from a row, the form comes in Horizon's modal (an AJAX request).
+    ajax_template_name = 'horizon/common/_modal_form.html'
     modal_id = 'fedex_custody_modal'
     modal_header = _('Record Custody')
     submit_label = _('Record')
