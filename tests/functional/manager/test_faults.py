@@ -46,7 +46,11 @@ class TestFaults(base.ManagerTestCase):
                           'the shipment')[0]
         # Through the helper: writing the plan over a shipment dispatched
         # already would drop its dispatch and leave it SEALED for ever.
-        self.courier_plan(s, {'tamper_devices': [self.serials[1]]})
+        # Delivered 10 s after dispatch: time for the plan to be read even
+        # when the shipment was sealed before the test saw it.
+        self.courier_plan(s, {'tamper_devices': [self.serials[1]],
+                              'timetable': {'hand_over': 0, 'depart': 1,
+                                            'scan': 2, 'deliver': 10}})
         self.wait_state(m, states.FAILED, timeout=180)
         m = db.get(self.ctx, 'migration', m['id'])
         self.assertIn('custody check failed', m['last_error'])
