@@ -663,7 +663,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                                       for s, a, b in compared})
             return
         LOG.info('FedEx: the destination equals the source\'s final state '
-                 '(%s of %d disks, %.1f s after the resume)',
+                 '(%s of %d disks, read whole in %.1f s)',
                  final_delta.DIGEST, len(compared), seconds,
                  instance=instance)
         self._fedex_report(context, plan, 'final_state_checked',
