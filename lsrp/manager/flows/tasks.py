@@ -430,12 +430,8 @@ class Snapshot(Prepare):
         """
         if m['state'] not in PREPARING:
             return
-        lead = db.get(ctx, 'migration', lead['id'])
-        if lead['state'] in (states.ABORTING, states.ABORTED):
-            raise exception.ManagerError(
-                reason='the leader %s of shipment group %s was aborted;'
-                ' abort this migration and create it again' % (
-                    lead['id'], shipments_mod.group_of(m)))
+        # (A leader aborted meanwhile is no leader: the next parked
+        # follower posted again takes the lead, see _group.)
         park(ctx, m, generation, self.phase, 'shipment group %s: migration '
              '%s packs the group\'s shipments' % (
                  shipments_mod.group_of(m), lead['id']), kind='job')
