@@ -22,6 +22,7 @@ import fcntl
 import os
 import queue
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -36,6 +37,7 @@ from lsrp.device import serial as serial_mod
 from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp import progress as progress_mod
+from lsrp.rbd import bounded
 from lsrp.rbd import snaprecord
 
 LOG = logging.getLogger(__name__)
@@ -149,8 +151,16 @@ class _Writes(object):
         self.image = image
         self._cond = threading.Condition()
         self._flying = 0
+        self._completed = 0
         self._futures = collections.deque()
         self._error = None
+        # librados does not always fail an aio write whose OSD is gone: a
+        # wait in which no write completes for the operation timeout (and
+        # the grace of lsrp.rbd.bounded) ends with an error naming the site.
+        self._cluster = getattr(getattr(image, 'pool', None), 'cluster', None)
+        timeout = getattr(self._cluster, 'op_timeout', None)
+        self._bound = timeout + bounded.GRACE if timeout else None
+        self._timed_out = False
 
     def write(self, offset, held):
         """Write a decoded group; its buffer is released when written."""
@@ -165,6 +175,7 @@ class _Writes(object):
             held.release()
             with self._cond:
                 self._flying -= 1
+                self._completed += 1
                 if error is not None and self._error is None:
                     self._error = error
                 self._cond.notify_all()
@@ -181,23 +192,59 @@ class _Writes(object):
         """Writes done on threads (``image.zero``): futures."""
         self._futures.extend(futures)
 
+    def _wait_for(self, ready):
+        """With the condition held: until ``ready()``, or CephError.
+
+        The error comes when no write has completed for the bound.
+        """
+        seen = self._completed
+        deadline = self._bound and time.monotonic() + self._bound
+        while not ready():
+            if not deadline:
+                self._cond.wait()
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._timed_out = True
+                if self._cluster is not None:
+                    # Its closes would wait on the same dead OSD.
+                    self._cluster.wedged = True
+                raise exception.CephError(
+                    site=self.image.site, operation='write',
+                    target=self.image.spec,
+                    reason='no answer within %d s (the operation timeout, '
+                    '[ceph] op_timeout); an OSD may be down or full: see '
+                    '"ceph -s" at that site' % self._bound)
+            self._cond.wait(remaining)
+            if self._completed != seen:
+                seen = self._completed
+                deadline = time.monotonic() + self._bound
+
     def wait(self, limit):
         """Until at most ``limit`` writes are in flight; raises an error."""
         while len(self._futures) > limit:
             self._futures.popleft().result()
         with self._cond:
-            while self._flying > limit and self._error is None:
-                self._cond.wait()
+            self._wait_for(lambda: self._flying <= limit or
+                           self._error is not None)
             if self._error is not None:
                 raise self._error
 
     def settle(self):
-        """Wait for every write started, whatever happened."""
+        """Wait for every write started, whatever happened.
+
+        Writes that got no answer are left to librbd: their buffers stay
+        referenced by their callbacks, never reused.
+        """
         for future in self._futures:
             concurrent.futures.wait([future])
         with self._cond:
-            while self._flying:
-                self._cond.wait()
+            if self._timed_out:
+                return
+            try:
+                self._wait_for(lambda: not self._flying)
+            except exception.CephError as e:
+                LOG.warning('%s', e)
 
 
 class Importer(object):

@@ -5,8 +5,10 @@ up``; ``up`` here is then a fast no-op). If it cannot start, tests fail with
 the reason: they never skip for lack of Ceph.
 """
 
+import fcntl
 import json
 import os
+import random
 import subprocess
 import uuid
 
@@ -17,9 +19,40 @@ from lsrp.rbd import Cluster
 from lsrp.sandbox import opts as sandbox_opts
 from lsrp.sandbox import sandbox as sandbox_mod
 
+# The sandbox's ports the tests take (offsets from its base port), each
+# range one test module's, since two stestr workers run side by side:
+#   +600..+899  the manager tests' deployments (two terminals each)
+#   +900..+905  test_catchup_crash's terminals
+#   +910..+911  test_peer_errors
+#   +915..+919  test_faults' private RabbitMQ
+#   +920..+959  a manager test's second terminal at a site
+#   +960..+999  the manager benchmark
+#   +1000..     the sandbox life-cycle tests' throw-away sandboxes
 SANDBOX_DIR = os.environ.get(sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR)
 BASE_PORT = sandbox_mod.Sandbox.remembered_base_port(SANDBOX_DIR)
 _up_done = False
+
+
+def reserve_slot(test, name, count):
+    """A slot number < ``count`` no other running test holds, until cleanup.
+
+    Two stestr workers pick their ports at the same time: a lock file per
+    slot (held by this process until the test ends) keeps them apart,
+    where a random pick alone collides now and then.
+    """
+    locks = os.path.join(SANDBOX_DIR, 'test-ports')
+    os.makedirs(locks, exist_ok=True)
+    for slot in random.sample(range(count), count):
+        fd = os.open(os.path.join(locks, '%s-%d.lock' % (name, slot)),
+                     os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        test.addCleanup(os.close, fd)
+        return slot
+    raise AssertionError('all %d %s port slots are taken' % (count, name))
 
 
 def sandbox():

@@ -86,16 +86,29 @@ def install(point):
 
         from lsrp.rbd import image
         write = image.Image.write
+        aio_write = image.Image.aio_write
         stopped = []
 
-        def stopping_write(self, offset, data):
-            write(self, offset, data)
+        def stop_once():
             if not stopped:
                 stopped.append(True)
                 sys.stderr.write('CRASHPOINT %s\n' % point)
                 sys.stderr.flush()
                 os.kill(os.getpid(), signal.SIGSTOP)
+
+        def stopping_write(self, offset, data):
+            write(self, offset, data)
+            stop_once()
+
+        # The importer writes with librbd's aio_write: stop once the first
+        # write has completed (on librbd's thread: SIGSTOP stops them all).
+        def stopping_aio_write(self, offset, data, done):
+            def completed(error):
+                done(error)
+                stop_once()
+            aio_write(self, offset, data, completed)
         image.Image.write = stopping_write
+        image.Image.aio_write = stopping_aio_write
     elif point != 'none':
         raise SystemExit('unknown crash point %s' % point)
 

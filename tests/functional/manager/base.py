@@ -43,7 +43,7 @@ class ManagerTestCase(base.FunctionalTestCase):
                             'm-%s' % self.id_)
         endpoints = deploy.shared_endpoints(base.SANDBOX_DIR)
         # Our own ports: the tests' range of the sandbox (+600..+999).
-        slot = int(self.id_, 16) % 150
+        slot = base.reserve_slot(self, 'deployment', 150)
         ports = {'site-a': self.sandbox.port(600 + 2 * slot),
                  'site-b': self.sandbox.port(601 + 2 * slot)}
         self.dep = deploy.Deployment(self.sandbox, endpoints,
@@ -116,11 +116,14 @@ class ManagerTestCase(base.FunctionalTestCase):
 
     def start_second_terminal(self, site):
         """``terminal-<site>-2``: a second terminal at ``site``, UP."""
-        # Ports +900..+959 of the sandbox (the tests' range; the
-        # benchmark's is +960..+999).
+        # Ports +920..+959 of the sandbox (the tests' range, shared out in
+        # tests/functional/base.py; the benchmark's is +960..+999).
         self.dep.start_extra_agent(site, 2, self.sandbox.port(
-            900 + int(self.id_, 16) % 60))
+            920 + base.reserve_slot(self, 'second-terminal', 40)))
         name = 'terminal-%s-2' % site
+        # Stopped before its port's slot is released (cleanups run last
+        # added first).
+        self.addCleanup(self.dep.processes[name].stop)
         self.dep.wait(lambda: any(
             t['name'] == name and t['health'] == 'UP'
             for t in actions.terminal_list(self.ctx)), 60, name)

@@ -210,8 +210,9 @@ class TestMoreFaults(base.ManagerTestCase):
 
     def private_broker(self):
         root = os.path.join(self.dep.work, 'mq')
-        # Its ports: +900..+904 of the sandbox (the tests' range).
-        services = shared.SharedServices(root, self.sandbox.port(700))
+        # Its ports: +915..+919 of the sandbox (the tests' range, shared
+        # out in tests/functional/base.py: never another test's).
+        services = shared.SharedServices(root, self.sandbox.port(715))
         services.secrets()
         services._configure()
         mq = services.rabbitmq()
