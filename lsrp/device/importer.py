@@ -244,7 +244,9 @@ class _Writes(object):
             try:
                 self._wait_for(lambda: not self._flying)
             except exception.CephError as e:
-                LOG.warning('%s', e)
+                # Only ever after the error that ended the import (settle
+                # runs in its clean-up): that one is what the user sees.
+                LOG.debug('%s', e)
 
 
 class Importer(object):
