@@ -109,11 +109,21 @@ class TestShipments(base.ManagerTestCase):
         made = actions.migrations_create(self.ctx, [
             self.request(specs, 'vm%d-%s' % (i, self.id_))
             for i, (specs, _) in enumerate(vms)], one_shipment=True)
-        lead, gone, other = made
-        # The group's export has begun (running, or even done): abort one.
-        self.dep.wait(lambda: db.list_(self.ctx, 'operation', {
-            'migration_id': lead['id'], 'kind': 'export'}), 180,
-            'the group\'s export', interval=0.1)
+        index = {m['id']: i for i, m in enumerate(made)}
+
+        def group_export():
+            return [op for op in db.list_(self.ctx, 'operation',
+                                          {'kind': 'export'})
+                    if op['migration_id'] in index]
+        # The group's export has begun (running, or even done): abort one
+        # that does not lead it (the first member prepared leads, whichever
+        # of the three that is; a leader aborted is another test).
+        ops = self.dep.wait(group_export, 180, 'the group\'s export',
+                            interval=0.1)
+        lead = made[index[ops[0]['migration_id']]]
+        gone, other = [m for m in made if m['id'] != lead['id']]
+        vms = {m['id']: vms[index[m['id']]] for m in made}
+        vms = [vms[lead['id']], vms[gone['id']], vms[other['id']]]
         actions.migration_abort(self.ctx, gone['id'], 'test')
         self.assertNotEqual(states.SEALED, self.state(lead))
         self.wait_state(gone, states.ABORTED, timeout=180)
