@@ -57,6 +57,16 @@ def read_label(path):
     return label
 
 
+def _open_direct(path, flags):
+    """``path`` opened with O_DIRECT, or None where the filesystem refuses it."""
+    try:
+        return os.open(path, flags | getattr(os, 'O_DIRECT', 0))
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
+        return None
+
+
 class DeviceSet(object):
     """The devices of one shipment that are at hand (some may be missing)."""
 
@@ -208,13 +218,7 @@ class DeviceSet(object):
         if index not in self._direct:
             path = os.path.join(self.paths[index], SHARDS)
             self._file(index, 'w')  # creates the file
-            try:
-                self._direct[index] = os.open(
-                    path, os.O_WRONLY | getattr(os, 'O_DIRECT', 0))
-            except OSError as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                self._direct[index] = None
+            self._direct[index] = _open_direct(path, os.O_WRONLY)
         return self._direct[index]
 
     def write_stripe(self, stripe, offset, shards, direct=False):
@@ -290,13 +294,7 @@ class DeviceSet(object):
         """An O_DIRECT descriptor to read a shard file, or None."""
         if index not in self._direct_read:
             path = os.path.join(self.paths[index], SHARDS)
-            try:
-                self._direct_read[index] = os.open(
-                    path, os.O_RDONLY | getattr(os, 'O_DIRECT', 0))
-            except OSError as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                self._direct_read[index] = None
+            self._direct_read[index] = _open_direct(path, os.O_RDONLY)
         return self._direct_read[index]
 
     def read_shard_into(self, stripe, shard, offset, buf, direct=False):
