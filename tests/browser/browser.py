@@ -95,9 +95,34 @@ class Browser(object):
         return self.driver.find_elements(By.CSS_SELECTOR, css)
 
     def click(self, css, timeout=30):
-        WebDriverWait(self.driver, timeout).until(
-            ec.element_to_be_clickable((By.CSS_SELECTOR, css)),
-            'cannot click %s on %s' % (css, self.driver.current_url)).click()
+        """Click ``css``, looked up again if the page replaced it.
+
+        Horizon's row polling swaps a row for a new one every few seconds:
+        an element found a moment ago may be gone (stale) when clicked.
+        """
+        def clicked(driver):
+            try:
+                el = ec.element_to_be_clickable(
+                    (By.CSS_SELECTOR, css))(driver)
+                if el:
+                    el.click()
+                    return True
+            except se_exc.StaleElementReferenceException:
+                pass
+            return False
+        WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
+            clicked, 'cannot click %s on %s' % (css,
+                                                self.driver.current_url))
+
+    def displayed(self, css, timeout=30):
+        """Whether ``css`` is shown (looked up afresh if replaced)."""
+        def shown(driver):
+            try:
+                return [self.find(css, timeout).is_displayed()]
+            except se_exc.StaleElementReferenceException:
+                return False
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
+            shown, 'no element %s on %s' % (css, self.driver.current_url))[0]
 
     def select(self, css, value):
         el = self.find(css)

@@ -23,6 +23,7 @@ import shutil
 import time
 import uuid
 
+from lsrp import exception
 from lsrp.sandbox import demo
 from tests.browser import base
 
@@ -152,15 +153,33 @@ class TestDashboard(base.BrowserTestCase):
         for site in ('site-a', 'site-b'):
             with cls.stack.clusters[site].pool('vms') as p:
                 for name in cls.images:
-                    if p.image_exists(name):
-                        with p.open_image(name) as img:
-                            for snap in reversed(img.list_snapshots()):
-                                if snap.namespace != 'user':
-                                    continue
-                                if snap.protected:
-                                    img.unprotect_snapshot(snap.name)
-                                img.remove_snapshot(snap.name)
-                        p.remove_image(name)
+                    cls.remove_image(p, name)
+
+    @classmethod
+    def remove_image(cls, pool, name):
+        """Remove image ``name`` and its snapshots, if still there.
+
+        The manager (an abort's clean-up) and Nova (the server's delete)
+        may be removing the same snapshots and image meanwhile: what is
+        gone already is fine.
+        """
+        gone = (exception.ImageNotFound, exception.SnapshotNotFound)
+        try:
+            if not pool.image_exists(name):
+                return
+            with pool.open_image(name) as img:
+                for snap in reversed(img.list_snapshots()):
+                    if snap.namespace != 'user':
+                        continue
+                    try:
+                        if snap.protected:
+                            img.unprotect_snapshot(snap.name)
+                        img.remove_snapshot(snap.name)
+                    except exception.SnapshotNotFound:
+                        pass
+            pool.remove_image(name)
+        except gone:
+            pass
 
     @classmethod
     def migration(cls, mid):
@@ -304,7 +323,9 @@ class TestDashboard(base.BrowserTestCase):
         abort = '%s button[value="migrations__abort__%s"]' % (row(mid), mid)
         # The only action of a CATCHING_UP row is its button; behind
         # Approve Cutover (READY_FOR_CUTOVER) it sits in the row's menu.
-        if not b.find(abort).is_displayed():
+        # The row is replaced by its polling every few seconds: each step
+        # looks its element up afresh (Browser.displayed, Browser.click).
+        if not b.displayed(abort):
             b.click('%s .dropdown-toggle' % row(mid))
         b.click(abort)
         b.wait(lambda d: b.confirm_if_asked() or b.messages(), 60,

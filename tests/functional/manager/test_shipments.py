@@ -35,6 +35,28 @@ class TestShipments(base.ManagerTestCase):
                 copy.write(off, img.read(off, 4 * MiB))
         return 'vms/%s' % name
 
+    def group_of_three(self, vms):
+        """Migrate ``vms`` as one shipment; wait for the group's export.
+
+        Returns the migrations leader first (the member whose export op it
+        is: the first one prepared, not necessarily the first one asked
+        for), and ``vms`` in the same order.
+        """
+        made = actions.migrations_create(self.ctx, [
+            self.request(specs, 'vm%d-%s' % (i, self.id_))
+            for i, (specs, _) in enumerate(vms)], one_shipment=True)
+        index = {m['id']: i for i, m in enumerate(made)}
+
+        def group_export():
+            return [op for op in db.list_(self.ctx, 'operation',
+                                          {'kind': 'export'})
+                    if op['migration_id'] in index]
+        ops = self.dep.wait(group_export, 180, 'the group\'s export',
+                            interval=0.1)
+        lead = index[ops[0]['migration_id']]
+        order = [lead] + [i for i in range(len(made)) if i != lead]
+        return [made[i] for i in order], [vms[i] for i in order]
+
     def test_two_migrations_in_one_shipment(self):
         """A flock of two clones: one shipment, one export, both exact.
 
@@ -106,24 +128,9 @@ class TestShipments(base.ManagerTestCase):
         self.dep.start_conductor('conductor-1')
         self.start_terminals(devices=6)
         vms = [self.vm((32 * MiB,)) for _ in range(3)]
-        made = actions.migrations_create(self.ctx, [
-            self.request(specs, 'vm%d-%s' % (i, self.id_))
-            for i, (specs, _) in enumerate(vms)], one_shipment=True)
-        index = {m['id']: i for i, m in enumerate(made)}
-
-        def group_export():
-            return [op for op in db.list_(self.ctx, 'operation',
-                                          {'kind': 'export'})
-                    if op['migration_id'] in index]
         # The group's export has begun (running, or even done): abort one
-        # that does not lead it (the first member prepared leads, whichever
-        # of the three that is; a leader aborted is another test).
-        ops = self.dep.wait(group_export, 180, 'the group\'s export',
-                            interval=0.1)
-        lead = made[index[ops[0]['migration_id']]]
-        gone, other = [m for m in made if m['id'] != lead['id']]
-        vms = {m['id']: vms[index[m['id']]] for m in made}
-        vms = [vms[lead['id']], vms[gone['id']], vms[other['id']]]
+        # that does not lead it (a leader aborted is another test).
+        (lead, gone, other), vms = self.group_of_three(vms)
         actions.migration_abort(self.ctx, gone['id'], 'test')
         self.assertNotEqual(states.SEALED, self.state(lead))
         self.wait_state(gone, states.ABORTED, timeout=180)
@@ -161,13 +168,7 @@ class TestShipments(base.ManagerTestCase):
         self.dep.start_conductor('conductor-1')
         self.start_terminals(devices=6)
         vms = [self.vm((32 * MiB,)) for _ in range(3)]
-        made = actions.migrations_create(self.ctx, [
-            self.request(specs, 'vm%d-%s' % (i, self.id_))
-            for i, (specs, _) in enumerate(vms)], one_shipment=True)
-        lead, second, third = made
-        self.dep.wait(lambda: db.list_(self.ctx, 'operation', {
-            'migration_id': lead['id'], 'kind': 'export'}), 180,
-            'the group\'s export', interval=0.1)
+        (lead, second, third), vms = self.group_of_three(vms)
         actions.migration_abort(self.ctx, lead['id'], 'test')
         self.wait_state(lead, states.ABORTED, timeout=180)
         for m in (second, third):
