@@ -47,7 +47,8 @@ from lsrp.manager import couriers
 from lsrp.manager import custody
 from lsrp.manager.db import api as db
 from lsrp.manager.flows import phases
-from lsrp.manager.flows import tasks
+from lsrp.manager.flows.tasks import common as tasks_common
+from lsrp.manager.flows.tasks import cutover as cutover_tasks
 from lsrp.manager import jobs
 from lsrp.manager import opts
 from lsrp.manager import rpc
@@ -232,7 +233,7 @@ class ManagerEndpoint(object):
         ctx = context_mod.admin(terminal)
         op = db.operation_report(ctx, op_id, state=state, result=result,
                                  error=error)
-        tasks.op_ended(op_id)
+        tasks_common.op_ended(op_id)
         if op and op['migration_id']:
             db.add_event(ctx, 'migration', op['migration_id'],
                          'error' if state == 'ERROR' else 'progress',
@@ -435,7 +436,7 @@ class Sweeper(object):
             ctx, {'migration_id': m['id'], 'kind': 'nova'})]
         if any(x.startswith('servers locked') for x in said) and not any(
                 x.startswith('servers unlocked') for x in said):
-            tasks.unlock_servers(ctx, m)
+            tasks_common.unlock_servers(ctx, m)
 
     def _deleted_servers(self, ctx):
         """A server deleted in Nova during its migration aborts it."""
@@ -479,7 +480,7 @@ class Sweeper(object):
         # nova_fedex's report of the end may be lost, and Nova may fail
         # before nova_fedex runs: Nova's own records say what happened.
         try:
-            did = tasks.reconcile_nova_cutover(ctx, m)
+            did = cutover_tasks.reconcile_nova_cutover(ctx, m)
         except Exception as e:
             LOG.warning('migration %s: cannot read the cutover back from '
                         'Nova: %s', m['id'], e)

@@ -4,7 +4,7 @@ The carrier moves the shipment; this moves what rides in it: devices go
 SHIPPED/MISSING, migrations go IN_TRANSIT/DELIVERED, a delivery posts the
 receive phase, a loss destroys the key. The custody check itself (serials
 and seal digest against the manifest) runs at the destination terminal in
-the receive flow (:mod:`lsrp.manager.flows.tasks`).
+the receive flow (:mod:`lsrp.manager.flows.tasks.receive`).
 """
 
 from oslo_log import log as logging

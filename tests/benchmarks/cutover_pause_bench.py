@@ -49,7 +49,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from lsrp.manager.flows import tasks  # noqa: E402
+from lsrp.manager.flows.tasks import cutover as cutover_tasks  # noqa: E402
 from lsrp.sandbox.services import guest as guest_mod  # noqa: E402
 from lsrp.sandbox.services import guest_reader  # noqa: E402
 from tests.openstack import test_cutover_nova as base  # noqa: E402
@@ -143,7 +143,7 @@ class CutoverPauseBench(base.TestNovaCutover):
                                      'the cutover started: %s' %
                                      migrating.communicate()[1][-2000:])
             found = [x for x in self.dep_migrations(sid)
-                     if any(e.startswith(tasks.NOVA_REQUESTED)
+                     if any(e.startswith(cutover_tasks.NOVA_REQUESTED)
                             for e in self.events(x))]
             return found and found[0]
         # Once the catch-up rounds are over and the conductor has asked

@@ -51,7 +51,7 @@ def events():
 def round_event(ident, number, changed):
     """A catch-up round's event as the manager writes it.
 
-    lsrp.manager.flows.tasks.one_round: kind ``progress``, its message, and
+    lsrp.manager.flows.tasks.rounds.one_round: kind ``progress``, its message, and
     the terminal's report as details (lsrp.manager.terminal.ops._round).
     """
     wire = changed * 3 // 4

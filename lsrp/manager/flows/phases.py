@@ -3,7 +3,10 @@
 Module-level functions: taskflow stores the factory's import path in the
 flow detail (``engines.save_factory_details``) and any conductor that
 claims the job rebuilds the flow from it. The job's store holds only
-``migration_id`` and ``generation``.
+``migration_id`` and ``generation``. The logbook keeps each task's
+state under its name (``<phase>.<class>``, e.g. ``prepare.Snapshot``),
+not its module: the factories' paths and the tasks' names must stay as
+they are for a flow saved by an older release to resume.
 
 A phase runs while there is work (snapshots, exports, imports, rounds)
 and ends in a state where the migration waits for the outside world:
@@ -15,43 +18,52 @@ the next phase.
 
 from taskflow.patterns import linear_flow
 
-from lsrp.manager.flows import tasks
+from lsrp.manager.flows.tasks import abort as abort_tasks
+from lsrp.manager.flows.tasks import catchup as catchup_tasks
+from lsrp.manager.flows.tasks import cleanup as cleanup_tasks
+from lsrp.manager.flows.tasks import cutover as cutover_tasks
+from lsrp.manager.flows.tasks import prepare as prepare_tasks
+from lsrp.manager.flows.tasks import receive as receive_tasks
+from lsrp.manager.flows.tasks import seal as seal_tasks
 
 
 def prepare():
     return linear_flow.Flow('prepare').add(
-        tasks.BeginPrepare(), tasks.Snapshot(), tasks.Pack(), tasks.Export(),
-        tasks.Consolidate(), tasks.Seal(), tasks.Dispatch())
+        prepare_tasks.BeginPrepare(), prepare_tasks.Snapshot(),
+        prepare_tasks.Pack(), seal_tasks.Export(), seal_tasks.Consolidate(),
+        seal_tasks.Seal(), seal_tasks.Dispatch())
 
 
 def receive():
     return linear_flow.Flow('receive').add(
-        tasks.BeginReceive(), tasks.Custody(), tasks.Import())
+        receive_tasks.BeginReceive(), receive_tasks.Custody(),
+        receive_tasks.Import())
 
 
 def catchup():
     return linear_flow.Flow('catchup').add(
-        tasks.BeginCatchUp(), tasks.Rounds())
+        catchup_tasks.BeginCatchUp(), catchup_tasks.Rounds())
 
 
 def keep_warm():
     return linear_flow.Flow('keep_warm').add(
-        tasks.BeginKeepWarm(), tasks.KeepWarm())
+        catchup_tasks.BeginKeepWarm(), catchup_tasks.KeepWarm())
 
 
 def cutover():
     return linear_flow.Flow('cutover').add(
-        tasks.BeginCutover(), tasks.FinalDelta())
+        cutover_tasks.BeginCutover(), cutover_tasks.FinalDelta())
 
 
 def cleanup():
     return linear_flow.Flow('cleanup').add(
-        tasks.BeginCleanup(), tasks.EraseAndClean())
+        cleanup_tasks.BeginCleanup(), cleanup_tasks.EraseAndClean())
 
 
 def abort():
     return linear_flow.Flow('abort').add(
-        tasks.BeginAbort(), tasks.StopOperations(), tasks.CleanUpAbort())
+        abort_tasks.BeginAbort(), abort_tasks.StopOperations(),
+        abort_tasks.CleanUpAbort())
 
 
 FACTORIES = {'prepare': prepare, 'receive': receive, 'catchup': catchup,

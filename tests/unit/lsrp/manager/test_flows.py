@@ -14,6 +14,9 @@ from lsrp.manager import conductor
 from lsrp.manager.db import api as db
 from lsrp.manager.flows import phases
 from lsrp.manager.flows import tasks
+from lsrp.manager.flows.tasks import cutover as cutover_tasks
+from lsrp.manager.flows.tasks import prepare as prepare_tasks
+from lsrp.manager.flows.tasks import seal as seal_tasks
 from lsrp.manager import states
 from tests.unit.lsrp.manager import base
 
@@ -169,8 +172,8 @@ class TestPhases(FlowTestCase):
     def test_task_rerun_after_crash_is_idempotent(self):
         # The conductor died while Export ran: taskflow runs it again.
         m = db.get(self.ctx, 'migration', self.m['id'])
-        for t in (tasks.Snapshot(), tasks.Pack(), tasks.Export(),
-                  tasks.Export()):
+        for t in (prepare_tasks.Snapshot(), prepare_tasks.Pack(),
+                  seal_tasks.Export(), seal_tasks.Export()):
             t.execute(m['id'], m['generation'])
         self.assertEqual(['snapshot', 'export', 'export'], self.kinds())
         # Same operation id both times: the agent runs it once.
@@ -184,7 +187,7 @@ class TestPhases(FlowTestCase):
         actions.device_register(self.ctx, 'SN3', 'term-a', slot=3,
                                 path='/slots-a/SN3')
         m = db.get(self.ctx, 'migration', self.m['id'])
-        tasks.Snapshot().execute(m['id'], m['generation'])
+        prepare_tasks.Snapshot().execute(m['id'], m['generation'])
         stale = db.list_(self.ctx, 'device', {'state': 'BLANK'},
                          sort_key='slot', sort_dir='asc')
         sn0 = db.get(self.ctx, 'device', 'SN0')
@@ -196,8 +199,8 @@ class TestPhases(FlowTestCase):
                 return stale
             return real(ctx, kind, filters, *a, **kw)
         self.useFixture(fixtures.MonkeyPatch(
-            'lsrp.manager.flows.tasks.db.list_', list_))
-        sid, = tasks.Pack().execute(m['id'], m['generation'])
+            'lsrp.manager.flows.tasks.prepare.db.list_', list_))
+        sid, = prepare_tasks.Pack().execute(m['id'], m['generation'])
         self.assertEqual(['SN1', 'SN2', 'SN3'], [
             d['serial'] for d in db.devices_of(self.ctx, sid)])
         self.assertEqual([0, 1, 2], [
@@ -216,12 +219,12 @@ class TestPhases(FlowTestCase):
 
     def test_abort_in_exporting_cleans_up(self):
         m = db.get(self.ctx, 'migration', self.m['id'])
-        for t in (tasks.Snapshot(), tasks.Pack()):
+        for t in (prepare_tasks.Snapshot(), prepare_tasks.Pack()):
             t.execute(m['id'], m['generation'])
         old_generation = m['generation']
         actions.migration_abort(self.ctx, m['id'], 'changed my mind')
         # The prepare job still running finds itself superseded.
-        self.assertRaises(tasks.Superseded, tasks.Export().execute,
+        self.assertRaises(tasks.Superseded, seal_tasks.Export().execute,
                           m['id'], old_generation)
         m = self.run_phase('abort')
         self.assertEqual(states.ABORTED, m['state'])
@@ -345,7 +348,7 @@ class TestDetachedVolume(FlowTestCase):
                 cinder, name, mock.Mock(side_effect=lambda m, *a, n=name:
                                         calls.append(n))))
         nova = self.useFixture(fixtures.MockPatchObject(
-            tasks, 'start_nova_cutover')).mock
+            cutover_tasks, 'start_nova_cutover')).mock
         self.m = actions.migration_create(
             self.ctx, None, 'site-a', 'site-b',
             volumes=[{'volume_id': 'v1'}],
@@ -411,15 +414,15 @@ class TestGroupAbortWhilePacked(FlowTestCase):
             self.ctx, 'migration', m['id'])['state'])
 
     def test_leader_aborted_before_the_export_the_next_takes_over(self):
-        self.leader(tasks.Snapshot, tasks.Pack)
+        self.leader(prepare_tasks.Snapshot, prepare_tasks.Pack)
         first, = self.shipment_of(self.lead)
         self.abort_leader()
         # Its shipment is kept for the others (they still need it).
         self.assertEqual('LOADING', db.get(self.ctx, 'shipment',
                                            first)['state'])
         # The next member's prepare does the group's work.
-        self.run_as(self.gone, tasks.Snapshot, tasks.Pack, tasks.Export,
-                    tasks.Seal)
+        self.run_as(self.gone, prepare_tasks.Snapshot, prepare_tasks.Pack,
+                    seal_tasks.Export, seal_tasks.Seal)
         self.assertEqual({None}, self.shipment_of(self.lead))
         for m in (self.gone, self.other):
             self.assertEqual({first}, self.shipment_of(m))
@@ -433,15 +436,16 @@ class TestGroupAbortWhilePacked(FlowTestCase):
                          self.kinds())
 
     def test_leader_aborted_mid_export_the_next_packs_again(self):
-        self.leader(tasks.Snapshot, tasks.Pack, tasks.Export)
+        self.leader(prepare_tasks.Snapshot, prepare_tasks.Pack,
+                    seal_tasks.Export)
         first, = self.shipment_of(self.lead)
         # The abort cancelled the leader's export of the group.
         db.operation_report(self.ctx, '%s.export' % db.get(
             self.ctx, 'shipment', first)['name'], state='ERROR',
             error='cancelled by abort')
         self.abort_leader()
-        self.run_as(self.gone, tasks.Snapshot, tasks.Pack, tasks.Export,
-                    tasks.Seal)
+        self.run_as(self.gone, prepare_tasks.Snapshot, prepare_tasks.Pack,
+                    seal_tasks.Export, seal_tasks.Seal)
         self.assertEqual('ERASED', db.get(self.ctx, 'shipment',
                                           first)['state'])
         sid, = self.shipment_of(self.gone)
@@ -456,9 +460,9 @@ class TestGroupAbortWhilePacked(FlowTestCase):
                 self.ctx, 'migration', m['id'])['state'])
 
     def test_aborted_before_the_export_is_left_out(self):
-        self.leader(tasks.Snapshot, tasks.Pack)
+        self.leader(prepare_tasks.Snapshot, prepare_tasks.Pack)
         actions.migration_abort(self.ctx, self.gone['id'], 'test')
-        self.leader(tasks.Export, tasks.Seal)
+        self.leader(seal_tasks.Export, seal_tasks.Seal)
         self.assertEqual({None}, self.shipment_of(self.gone))
         sid, = self.shipment_of(self.lead)
         self.assertEqual({sid}, self.shipment_of(self.other))
@@ -473,10 +477,11 @@ class TestGroupAbortWhilePacked(FlowTestCase):
                 self.ctx, 'migration', m['id'])['state'])
 
     def test_aborted_after_the_export_the_shipment_is_packed_again(self):
-        self.leader(tasks.Snapshot, tasks.Pack, tasks.Export)
+        self.leader(prepare_tasks.Snapshot, prepare_tasks.Pack,
+                    seal_tasks.Export)
         first, = self.shipment_of(self.lead)
         actions.migration_abort(self.ctx, self.gone['id'], 'test')
-        self.leader(tasks.Seal)
+        self.leader(seal_tasks.Seal)
         old = db.get(self.ctx, 'shipment', first)
         self.assertEqual('ERASED', old['state'])
         self.assertRaises(exception.KeyManagerError,

@@ -12,7 +12,7 @@ from oslo_config import cfg
 from lsrp import exception
 from lsrp.manager import actions
 from lsrp.manager.db import api as db
-from lsrp.manager.flows import tasks
+from lsrp.manager.flows.tasks import cutover as cutover_tasks
 from lsrp.manager import nova
 from lsrp.manager import states
 from tests.unit.lsrp.manager import base
@@ -103,7 +103,7 @@ class NovaCutoverTestCase(base.DBTestCase):
     def cutting_over(self, m):
         actions.migration_cutover_start(self.ctx, m['id'])
         m = db.get(self.ctx, 'migration', m['id'])
-        tasks.start_nova_cutover(self.ctx, m)
+        cutover_tasks.start_nova_cutover(self.ctx, m)
         return db.get(self.ctx, 'migration', m['id'])
 
     def messages(self, m):
@@ -140,7 +140,8 @@ class TestRefusal(NovaCutoverTestCase):
         self.assertTrue(any('no clear answer' in t and '504' in t
                             for t in self.messages(m)))
         # Nova did run it: still running, nothing decided.
-        self.assertEqual('running', tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         self.assertEqual(states.CUTTING_OVER,
                          db.get(self.ctx, 'migration', m['id'])['state'])
 
@@ -153,7 +154,7 @@ class TestReadBack(NovaCutoverTestCase):
         self.nova.fail('error', 'Migration pre-check error: the destination '
                                 'does not say which site it belongs to')
         self.assertEqual('rolled_back',
-                         tasks.reconcile_nova_cutover(self.ctx, m))
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         m = db.get(self.ctx, 'migration', m['id'])
         self.assertEqual(states.CATCHING_UP, m['state'])
         self.assertIn('Nova failed the live migration of server vm0 '
@@ -166,7 +167,7 @@ class TestReadBack(NovaCutoverTestCase):
                             'OS-EXT-STS:task_state': None}
         self.nova.migrations[0]['status'] = 'completed'
         self.assertEqual('completed',
-                         tasks.reconcile_nova_cutover(self.ctx, m))
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         m = db.get(self.ctx, 'migration', m['id'])
         self.assertEqual(states.COMPLETED, m['state'])
         self.assertTrue(any('no report from nova_fedex' in t
@@ -179,7 +180,7 @@ class TestReadBack(NovaCutoverTestCase):
                      migration_id=m['id'])
         self.nova.fail('error', 'boom')
         self.assertEqual('stranded',
-                         tasks.reconcile_nova_cutover(self.ctx, m))
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         self.assertEqual(states.CUTTING_OVER,
                          db.get(self.ctx, 'migration', m['id'])['state'])
 
@@ -187,7 +188,8 @@ class TestReadBack(NovaCutoverTestCase):
         m = self.cutting_over(self.ready_migration())
         self.nova.fail('error', 'boom')
         self.nova.server['OS-EXT-STS:task_state'] = 'migrating'
-        self.assertEqual('running', tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
 
 
 class TestBoundedRetries(NovaCutoverTestCase):
@@ -253,12 +255,13 @@ class TestLateRequest(NovaCutoverTestCase):
         self.nova.migrations = []
         self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'a1',
                             'OS-EXT-STS:task_state': None}
-        self.assertEqual('running', tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         # Past the grace: it never started; rolled back, saying so.
         self.useFixture(fixtures.MockPatch(
-            'lsrp.manager.flows.tasks.NOVA_START_GRACE', -1))
+            'lsrp.manager.flows.tasks.cutover.NOVA_START_GRACE', -1))
         self.assertEqual('rolled_back',
-                         tasks.reconcile_nova_cutover(self.ctx, m))
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         m = db.get(self.ctx, 'migration', m['id'])
         self.assertIn('Nova did not start the live migration of server vm0',
                       m['last_error'])

@@ -1,0 +1,27 @@
+"""The cleanup phase: COMPLETED .. CLEANED, after the retention.
+
+:class:`EraseAndClean` erases the migration's shipments and removes its
+snapshots at the source terminal.
+"""
+
+from lsrp.manager.flows.tasks import common
+from lsrp.manager.flows.tasks import erase
+from lsrp.manager import states
+
+
+class Cleanup(common.PhaseTask):
+    phase = 'cleanup'
+    allowed = (states.COMPLETED,)
+
+
+class BeginCleanup(common.Begin, Cleanup):
+    pass
+
+
+class EraseAndClean(Cleanup):
+
+    def run(self, ctx, m, generation):
+        erase._erase_shipments(self, ctx, m, generation, 'migration completed')
+        erase._remove_snapshots(self, ctx, m, generation, m['source_terminal_id'],
+                                common._specs(m))
+        common.step(ctx, m, 'clean')
