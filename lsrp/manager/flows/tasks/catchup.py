@@ -3,7 +3,8 @@
 :class:`Rounds` authorizes (and, for images no shipment brought, seeds)
 over the WAN when needed, then runs rounds until the next would fit the
 threshold; :class:`KeepWarm` runs one round while the migration waits for
-its cutover. The round itself is :func:`lsrp.manager.flows.tasks.rounds.one_round`.
+its cutover. The round itself is
+:func:`lsrp.manager.flows.tasks.rounds.one_round`.
 """
 
 from lsrp.manager.db import api as db
