@@ -366,6 +366,14 @@ class NovaRefused(ManagerError):
                "%(host)s: %(reason)s")
 
 
+class NoDestinationHost(ManagerError):
+    """A cutover without a named host found none at the destination."""
+    message = ("no destination host for the cutover in Nova aggregate "
+               "%(aggregate)s: %(reason)s; name one (openstack server "
+               "migrate --live-migration --fedex --host HOST) or make room "
+               "there")
+
+
 class PeerGone(ManagerError):
     """A catch-up round's destination terminal stayed unreachable."""
     message = ("migration %(migration)s: %(operation)s: destination terminal "

@@ -192,6 +192,60 @@ def _capacity_reasons(cloud, needs, dest_host=None, dest_aggregate=None):
     return []
 
 
+def choose_host(cloud, server_ids, aggregate):
+    """A host of ``aggregate`` for servers whose migration named none.
+
+    Among the aggregate's nova-compute hosts that are up and enabled, the
+    one with the most memory left in Placement that has room for all the
+    servers' vCPUs and memory (they move together). Returns the host's
+    name; raises NoDestinationHost saying why there is none.
+    """
+    from lsrp import exception
+
+    needs = {'VCPU': 0, 'MEMORY_MB': 0}
+    for sid in server_ids:
+        status, body = cloud.server(sid)
+        if status == 200:
+            flavor = body['server'].get('flavor') or {}
+            needs['VCPU'] += int(flavor.get('vcpus') or 0)
+            needs['MEMORY_MB'] += int(flavor.get('ram') or 0)
+    _s, body = cloud._get(cloud.compute, '/os-aggregates', 'compute 2.41')
+    aggs = [a for a in body.get('aggregates') or []
+            if a['name'] == aggregate]
+    if not aggs:
+        raise exception.NoDestinationHost(
+            aggregate=aggregate, reason='no such aggregate in Nova')
+    _s, body = cloud._get(cloud.compute,
+                          '/os-services?binary=nova-compute', 'compute 2.41')
+    usable = {s['host'] for s in body.get('services') or []
+              if s.get('state') == 'up' and s.get('status') == 'enabled'}
+    hosts = sorted(h for h in aggs[0].get('hosts') or [] if h in usable)
+    if not hosts:
+        raise exception.NoDestinationHost(
+            aggregate=aggregate,
+            reason='none of its hosts (%s) has an enabled nova-compute that '
+                   'is up' % (', '.join(aggs[0].get('hosts') or []) or
+                              'none'))
+    room = {}
+    for host in hosts:
+        _s, body = cloud.placement_get('/resource_providers?name=%s'
+                                       % urllib.parse.quote(host))
+        providers = body.get('resource_providers') or []
+        if providers:
+            room[host] = _free(cloud, providers[0]['uuid'])
+    fits = [h for h in hosts if h in room and all(
+        room[h].get(rc, 0) >= n for rc, n in needs.items() if n)]
+    if not fits:
+        raise exception.NoDestinationHost(
+            aggregate=aggregate,
+            reason='no host has room for %d vCPUs and %d MB (%s)' % (
+                needs['VCPU'], needs['MEMORY_MB'], '; '.join(
+                    '%s: %s' % (h, room.get(h, 'not in Placement'))
+                    for h in hosts)))
+    return max(fits, key=lambda h: (room[h].get('MEMORY_MB', 0),
+                                    -hosts.index(h)))
+
+
 def volume_reasons(cloud, volume_ids, source_site=None):
     """Reasons detached volumes cannot move on their own, and their zones.
 

@@ -25,6 +25,7 @@ import uuid
 
 from lsrp import exception
 from lsrp.sandbox import demo
+from lsrp.sandbox.services import guest_reader
 from tests.browser import base
 
 MIB = 1 << 20
@@ -134,17 +135,19 @@ class TestDashboard(base.BrowserTestCase):
             cls.writer.stopped.set()
             cls.writer.resume()
             cls.writer.join()
-        for mid in cls.created:
-            # Not one whose cutover began (the approved one may be
-            # CUTTING_OVER by now): it ends by itself.
-            m = cls.migration(mid)
-            if 'abort' in (m.get('allowed_actions') or ()):
-                cls.api('fedex-admin', 'POST', '/v1/migrations/%s/action'
-                        % mid, json={'abort': {'reason': 'browser tests '
-                                               'done'}})
         deadline = time.monotonic() + 300
-        while cls.created and time.monotonic() < deadline and any(
-                cls.state(mid) not in FINAL for mid in cls.created):
+        while time.monotonic() < deadline:
+            left = [m for m in map(cls.migration, cls.created)
+                    if m['state'] not in FINAL]
+            if not left:
+                break
+            for m in left:
+                # Not one whose cutover runs (it ends by itself, and may
+                # come back to READY_FOR_CUTOVER: aborted then).
+                if 'abort' in (m.get('allowed_actions') or ()):
+                    cls.api('fedex-admin', 'POST', '/v1/migrations/%s/action'
+                            % m['id'], json={'abort': {
+                                'reason': 'browser tests done'}})
             time.sleep(3)
         for sid in cls.servers:
             # An admin may delete a server its migration locked in Nova.
@@ -437,3 +440,23 @@ class TestDashboard(base.BrowserTestCase):
         self.assertTrue(m['cutover_approved'])
         self.assertIn('cutover approved',
                       [e['message'] for e in m['events']])
+        # The manager then cuts over for real: the form named no host, so
+        # the manager chose one of site-b's aggregate, and Nova (with
+        # nova_fedex) moved the server there, alive.
+        m = self.wait_state(mid, ('COMPLETED', 'CLEANED'))
+        self.assertTrue(m['dest_host'].startswith('site-b-'), m['dest_host'])
+        said = [e['message'] for e in self.api(
+            'fedex-admin', 'GET', '/v1/events',
+            params={'migration': mid, 'limit': 1000})['events']]
+        self.assertIn('destination host %s chosen in aggregate site-b (the '
+                      'most memory left of the hosts with room)'
+                      % m['dest_host'], said)
+        server = self.stack.cloud.openstack('server', 'show', self.web)
+        self.assertEqual(('ACTIVE', m['dest_host']), (
+            server['status'], server['OS-EXT-SRV-ATTR:host']))
+        with self.stack.clusters['site-b'].pool('vms') as pool:
+            guest_reader.GuestReader(pool.ioctx, '%s_disk' % self.web
+                                     ).wait_advancing(ticks=10, timeout=120)
+        b.get(MIGRATIONS)
+        self.assertEqual(m['state'], self.cell_text(mid, 'state'))
+        b.shot('member1-completed')

@@ -124,12 +124,18 @@ class SandboxManager(services_base.ServiceSet):
         db.configure(d.db_url)
         ctx = context.admin('fedex-sandbox')
         for site in SITES:
+            # The mini-cloud's availability zone and host aggregate of a
+            # site bear its name: where a cutover that names no host goes.
             try:
-                db.get(ctx, 'site', site)
+                found = db.get(ctx, 'site', site)
+                if not found.get('aggregate'):
+                    db.update(ctx, 'site', found['id'], {
+                        'aggregate': site, 'availability_zone': site})
             except exception.NotFound:
                 s = self.sb.site(site)
                 actions.site_register(ctx, site, ceph_conf=s.conf,
-                                      ceph_keyring=s.keyring)
+                                      ceph_keyring=s.keyring,
+                                      availability_zone=site, aggregate=site)
         d.make_slots('site-a', DEVICES_PER_SITE)
         os.makedirs(d.slots_dir('site-b'), exist_ok=True)
 

@@ -82,6 +82,38 @@ def _nova_requests(ctx, m):
             e['created_at'] >= began and e['details']]
 
 
+def choose_dest_host(ctx, m):
+    """The destination host of a migration that named none, recorded.
+
+    Nova's scheduler cannot choose it: the live migration is forced (the
+    servers' availability zone is site A's, which it would keep), so the
+    manager picks a host of the destination site's aggregate with room
+    for the servers (:func:`lsrp.manager.cloud_preflight.choose_host`)
+    and keeps it on the migration, where the read-back
+    (:func:`reconcile_nova_cutover`) and a later cutover find it.
+    """
+    from lsrp.manager import cloud_preflight
+
+    site = db.get(ctx, 'site', m['dest_site_id'])
+    if not site.get('aggregate'):
+        raise exception.NoDestinationHost(
+            aggregate='(none)', reason='site %s names no aggregate '
+            '(openstack fedex site set --aggregate)' % site['name'])
+    cloud = cloud_preflight.Cloud.from_conf()
+    if cloud is None:
+        raise exception.NoDestinationHost(
+            aggregate=site['aggregate'],
+            reason='the manager has no [nova] credentials to ask')
+    host = cloud_preflight.choose_host(
+        cloud, [s['server_id'] for s in m['servers']], site['aggregate'])
+    m = db.update(ctx, 'migration', m['id'], {'dest_host': host})
+    db.add_event(ctx, 'migration', m['id'], 'cutover',
+                 'destination host %s chosen in aggregate %s (the most '
+                 'memory left of the hosts with room)' % (
+                     host, site['aggregate']), migration_id=m['id'])
+    return m
+
+
 def start_nova_cutover(ctx, m):
     """Nova's live migration of each server, once per cutover.
 
@@ -96,6 +128,13 @@ def start_nova_cutover(ctx, m):
 
     if _nova_requests(ctx, m):
         return
+    if not m['dest_host']:
+        try:
+            m = choose_dest_host(ctx, m)
+        except exception.ManagerError as e:
+            actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                             reason=str(e))
+            return
     for s in m['servers']:
         try:
             request_id = nova.live_migrate(s['server_id'], m['dest_host'])

@@ -192,3 +192,50 @@ class TestVolumeAlone(testtools.TestCase):
             'volume v2 is in availability zone site-b, not at the source '
             'site site-a',
             'volume v3 does not exist in Cinder'], reasons)
+
+
+class TestChooseHost(testtools.TestCase):
+    """The destination host of a cutover that named none."""
+
+    def cloud(self, hosts, services, room, ram=512):
+        compute = {'/servers/s1': server('s1', ram=ram),
+                   '/os-aggregates': {'aggregates': [
+                       {'name': 'site-b', 'uuid': 'agg-b', 'hosts': hosts}]},
+                   '/os-services?binary=nova-compute': {'services': [
+                       {'host': h, 'state': state, 'status': status}
+                       for h, (state, status) in services.items()]}}
+        place = {}
+        for h, free_ram in room.items():
+            place['/resource_providers?name=%s' % h] = {
+                'resource_providers': [{'uuid': 'rp-' + h, 'name': h}]}
+            place.update(provider('rp-' + h, ram_total=free_ram + 512))
+        return cloud_preflight.Cloud(FakeService(compute), FakeService({}),
+                                     FakeService(place))
+
+    def test_the_host_with_most_memory_left_among_those_up(self):
+        cloud = self.cloud(['b1', 'b2', 'b3'],
+                           {'b1': ('up', 'enabled'), 'b2': ('up', 'enabled'),
+                            'b3': ('down', 'enabled')},
+                           {'b1': 1024, 'b2': 4096, 'b3': 8192})
+        self.assertEqual('b2', cloud_preflight.choose_host(
+            cloud, ['s1'], 'site-b'))
+
+    def test_none_with_room_says_why(self):
+        cloud = self.cloud(['b1'], {'b1': ('up', 'enabled')}, {'b1': 256})
+        e = self.assertRaises(exception.NoDestinationHost,
+                              cloud_preflight.choose_host, cloud, ['s1'],
+                              'site-b')
+        self.assertIn('no host has room for 1 vCPUs and 512 MB', str(e))
+        self.assertIn('--host HOST', str(e))
+
+    def test_disabled_hosts_and_unknown_aggregate_refused(self):
+        cloud = self.cloud(['b1'], {'b1': ('up', 'disabled')}, {'b1': 4096})
+        e = self.assertRaises(exception.NoDestinationHost,
+                              cloud_preflight.choose_host, cloud, ['s1'],
+                              'site-b')
+        self.assertIn('none of its hosts (b1) has an enabled nova-compute',
+                      str(e))
+        e = self.assertRaises(exception.NoDestinationHost,
+                              cloud_preflight.choose_host, cloud, ['s1'],
+                              'site-c')
+        self.assertIn('aggregate site-c: no such aggregate', str(e))

@@ -90,10 +90,10 @@ class NovaCutoverTestCase(base.DBTestCase):
         patcher.start()
         self.addCleanup(patcher.stop)
 
-    def ready_migration(self, cutover='automatic'):
+    def ready_migration(self, cutover='automatic', dest_host='b1'):
         m = actions.migration_create(
             self.ctx, [{'server_id': 'vm0', 'volumes': ['vms/vm0_disk']}],
-            'site-a', 'site-b', dest_host='b1',
+            'site-a', 'site-b', dest_host=dest_host,
             options={'cutover': cutover})
         for ev in ('snapshot', 'export', 'seal', 'ship', 'deliver',
                    'import', 'catch_up', 'converge'):
@@ -144,6 +144,43 @@ class TestRefusal(NovaCutoverTestCase):
                          cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         self.assertEqual(states.CUTTING_OVER,
                          db.get(self.ctx, 'migration', m['id'])['state'])
+
+
+class TestNoHostNamed(NovaCutoverTestCase):
+    """A migration created without a host (Horizon's form, the API)."""
+
+    def test_host_of_the_sites_aggregate_chosen_and_kept(self):
+        b = db.get(self.ctx, 'site', 'site-b')
+        db.update(self.ctx, 'site', b['id'], {'aggregate': 'site-b'})
+        chosen = []
+
+        def choose(cloud, servers, aggregate):
+            chosen.append((servers, aggregate))
+            return 'b2'
+        self.useFixture(fixtures.MockPatch(
+            'lsrp.manager.cloud_preflight.Cloud.from_conf',
+            return_value=object()))
+        self.useFixture(fixtures.MockPatch(
+            'lsrp.manager.cloud_preflight.choose_host', side_effect=choose))
+        m = self.cutting_over(self.ready_migration(dest_host=None))
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertEqual([(['vm0'], 'site-b')], chosen)
+        self.assertEqual('b2', m['dest_host'])
+        # Forced to that host (Nova's scheduler would keep site A's zone).
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-migrateLive': {'host': 'b2',
+                                               'block_migration': False,
+                                               'force': True}})],
+                         self.nova.posted)
+        self.assertTrue(any('destination host b2 chosen in aggregate '
+                            'site-b' in t for t in self.messages(m)))
+
+    def test_site_without_aggregate_rolls_back_saying_what_to_do(self):
+        m = self.cutting_over(self.ready_migration(dest_host=None))
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertIn('site site-b names no aggregate', m['last_error'])
+        self.assertIn('--host HOST', m['last_error'])
+        self.assertEqual([], self.nova.posted)
 
 
 class TestReadBack(NovaCutoverTestCase):
