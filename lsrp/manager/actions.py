@@ -373,12 +373,19 @@ def migration_list(ctx, filters=None, limit=None, marker=None,
         server=server)]
 
 
+# Nothing moves any more: no rate, no ETA (the last ones recorded are of a
+# catch-up round long over).
+_AT_REST = (states.COMPLETED, states.FAILED) + states.MIGRATION_FINAL
+
+
 def _progress(m):
     total, done = m['bytes_total'] or 0, m['bytes_done'] or 0
+    moving = m['state'] not in _AT_REST
     m['progress'] = {
         'bytes_total': total, 'bytes_done': done,
         'percent': round(100.0 * done / total, 1) if total else None,
-        'rate': m.get('rate'), 'eta_seconds': m.get('eta_seconds'),
+        'rate': m.get('rate') if moving else None,
+        'eta_seconds': m.get('eta_seconds') if moving else None,
         'rounds': m.get('rounds'),
         'last_round_bytes': m.get('last_round_bytes')}
     m['allowed_actions'] = _allowed(m)

@@ -413,9 +413,15 @@ class TestImportAgain(ShipmentTestCase):
         image, devs, shipment, digest = self.shipped(16 * MiB)
         result = self.ok(self.import_(devs, digest, extra=(
             '--verify-readback', '--progress', 'json')))
-        tasks = [json.loads(line).get('task', '') for line in
-                 result.stdout.splitlines()]
+        events = [json.loads(line) for line in result.stdout.splitlines()]
+        tasks = [e.get('task', '') for e in events]
         self.assertTrue(any(t.startswith('readback') for t in tasks))
+        # The import's last word counts the whole image, holes included
+        # (the 16 MiB image is sparse: a dozen random extents).
+        done = [e for e in events if e['event'] == 'done' and
+                e['task'].startswith('import ')]
+        self.assertEqual([(16 * MiB, 16 * MiB)],
+                         [(e['bytes'], e['total']) for e in done])
         self.assert_same(image, ['base'])
 
 

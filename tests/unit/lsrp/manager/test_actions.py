@@ -202,6 +202,23 @@ class TestMigrations(ActionsTestCase):
                           expect=states.SNAPSHOTTING)
 
 
+class TestProgress(ActionsTestCase):
+
+    def test_rate_and_eta_only_while_something_moves(self):
+        m = self.create()
+        db.update(self.ctx, 'migration', m['id'], {
+            'bytes_done': 512, 'bytes_total': 1024, 'rate': 8.0,
+            'eta_seconds': 64.0})
+        shown = actions.migration_show(self.ctx, m['id'])['progress']
+        self.assertEqual((50.0, 8.0, 64.0), (
+            shown['percent'], shown['rate'], shown['eta_seconds']))
+        actions.migration_abort(self.ctx, m['id'], 'test')
+        db.transition(self.ctx, 'migration', m['id'], 'aborted')
+        shown = actions.migration_show(self.ctx, m['id'])['progress']
+        self.assertEqual((50.0, None, None), (
+            shown['percent'], shown['rate'], shown['eta_seconds']))
+
+
 class TestEvents(ActionsTestCase):
 
     def test_append_only(self):
