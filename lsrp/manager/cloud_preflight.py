@@ -19,6 +19,8 @@ from keystoneauth1 import adapter as ks_adapter
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from lsrp import exception
+
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
@@ -200,8 +202,6 @@ def choose_host(cloud, server_ids, aggregate):
     servers' vCPUs and memory (they move together). Returns the host's
     name; raises NoDestinationHost saying why there is none.
     """
-    from lsrp import exception
-
     needs = {'VCPU': 0, 'MEMORY_MB': 0}
     for sid in server_ids:
         status, body = cloud.server(sid)
