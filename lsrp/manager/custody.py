@@ -7,6 +7,7 @@ and seal digest against the manifest) runs at the destination terminal in
 the receive flow (:mod:`lsrp.manager.flows.tasks.receive`).
 """
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from lsrp import exception
@@ -16,6 +17,7 @@ from lsrp.manager import keys
 from lsrp.manager import rpc
 from lsrp.manager import states
 
+CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 
 
@@ -102,6 +104,36 @@ def _returned_to(ctx, s):
     return s['dest_terminal_id']
 
 
+def _ask_again(ctx, term, op):
+    """The erase's state from its terminal, when no word came for a while.
+
+    The agent's "finished" cast can be lost (the flows' ``run_op`` asks too): a
+    shipment wiped at the terminal stayed DELIVERED for ever (CI,
+    2026-11-25). Asked after ``[conductor] op_timeout`` seconds of quiet;
+    an erase the agent lost is started again (it is idempotent). Returns
+    the operation row, None when it was started again.
+    """
+    quiet = (db.now() - db.utcfromiso(op['updated_at'])).total_seconds()
+    if quiet < CONF.conductor.op_timeout:
+        return op
+    try:
+        rec = rpc.TerminalAPI(term['rpc_topic']).status(op['id'])
+    except Exception as e:
+        LOG.warning('%s: terminal %s does not answer: %s', op['id'],
+                    term['name'], e)
+        return op
+    if rec.get('state') in ('DONE', 'ERROR'):
+        return db.operation_report(ctx, op['id'], state=rec['state'],
+                                   result=rec.get('result'),
+                                   error=rec.get('error'))
+    if rec.get('state') in ('UNKNOWN', 'INTERRUPTED'):
+        db.operation_report(ctx, op['id'], state='ERROR',
+                            error='terminal %s lost it (%s)' % (
+                                term['name'], rec['state']))
+        return None     # started again by the next sweep
+    return db.operation_report(ctx, op['id'], state='RUNNING')
+
+
 def wipe_returned(ctx):
     """Devices of an aborted migration's shipment, back from the road.
 
@@ -142,7 +174,9 @@ def wipe_returned(ctx):
             except Exception as e:
                 LOG.warning('%s: terminal %s: %s', op_id, term['name'], e)
             continue
-        if op['state'] != 'DONE':
+        if op['state'] not in ('DONE', 'ERROR'):
+            op = _ask_again(ctx, term, op)
+        if op is None or op['state'] != 'DONE':
             continue
         for d in devices:
             if d['state'] == states.D_SHIPPED:

@@ -2,6 +2,9 @@
 seeding over the WAN: the phases in-process, terminals faked at the RPC
 client (the real thing: tests/functional/manager/test_shipments.py)."""
 
+import datetime
+
+import fixtures
 from oslo_config import cfg
 from taskflow import engines
 
@@ -218,6 +221,46 @@ class TestReturnedAndWan(ShipmentsTestCase):
             self.ctx, s['id'])['state'])
         self.assertEqual({'BLANK'}, {d['state'] for d in
                                      actions.device_list(self.ctx)})
+
+    def test_erase_whose_finished_cast_was_lost_is_asked_for(self):
+        """The terminal wiped them but its word never came: asked."""
+        self.run_phase('prepare')
+        s = actions.shipment_list(self.ctx)[0]
+        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        actions.migration_abort(self.ctx, self.m['id'], 'test')
+        self.run_phase('abort')
+        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        for d in db.devices_of(self.ctx, s['id']):
+            actions.device_register(self.ctx, d['serial'], 'term-b',
+                                    slot=d['slot'],
+                                    path='/slots-b/%s' % d['serial'])
+        finished = self.terminals.endpoint.finished
+        lost = []
+
+        def lossy(ctxt, topic, op_id, state, result=None, error=None):
+            if '.erase.' in op_id:
+                lost.append((op_id, state))
+                return
+            finished(ctxt, topic, op_id, state, result, error)
+        self.terminals.endpoint.finished = lossy
+        custody.wipe_returned(self.ctx)
+        custody.wipe_returned(self.ctx)
+        self.assertEqual(1, len(lost))
+        self.assertEqual('DELIVERED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
+        # After [conductor] op_timeout of quiet the sweeper asks.
+        self.useFixture(fixtures.MockPatch(
+            'lsrp.manager.rpc.TerminalAPI', side_effect=lambda topic: type(
+                'API', (), {'status': lambda _, op_id: {
+                    'op_id': op_id, 'state': 'DONE',
+                    'result': {'erased': []}}})()))
+        later = db.now() + datetime.timedelta(
+            seconds=CONF.conductor.op_timeout + 1)
+        self.useFixture(fixtures.MockPatch(
+            'lsrp.manager.custody.db.now', return_value=later))
+        custody.wipe_returned(self.ctx)
+        self.assertEqual('ERASED', actions.shipment_show(
+            self.ctx, s['id'])['state'])
 
     def test_abort_in_transit_devices_returned_to_the_source(self):
         self.run_phase('prepare')
