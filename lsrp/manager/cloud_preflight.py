@@ -134,9 +134,14 @@ def _server_reasons(cloud, server_id, needs):
         if vol.get('encrypted'):
             reasons.append('server %s: volume %s is encrypted, which the '
                            'cutover does not support' % (sid, vol['id']))
+    _add_flavor(needs, flavor)
+    return reasons
+
+
+def _add_flavor(needs, flavor):
+    """Add a server's flavor (vCPUs, memory) to ``needs`` in Placement."""
     needs['VCPU'] += int(flavor.get('vcpus') or 0)
     needs['MEMORY_MB'] += int(flavor.get('ram') or 0)
-    return reasons
 
 
 def _free(cloud, provider):
@@ -154,18 +159,35 @@ def _free(cloud, provider):
     return out
 
 
+def _host_free(cloud, host):
+    """{resource class: room left} of compute host ``host``, or None.
+
+    None when ``host`` is not a resource provider in Placement.
+    """
+    status, body = cloud.placement_get(
+        '/resource_providers?name=%s' % urllib.parse.quote(host))
+    providers = body.get('resource_providers') or []
+    if status != 200 or not providers:
+        return None
+    return _free(cloud, providers[0]['uuid'])
+
+
+def _aggregate(cloud, name):
+    """Nova's host aggregate called ``name``, or None."""
+    _s, body = cloud._get(cloud.compute, '/os-aggregates', 'compute 2.41')
+    found = [a for a in body.get('aggregates') or [] if a['name'] == name]
+    return found[0] if found else None
+
+
 def _capacity_reasons(cloud, needs, dest_host=None, dest_aggregate=None):
     wanted = {rc: n for rc, n in needs.items() if n}
     if not wanted:
         return []
     if dest_host:
-        status, body = cloud.placement_get(
-            '/resource_providers?name=%s' % urllib.parse.quote(dest_host))
-        providers = body.get('resource_providers') or []
-        if status != 200 or not providers:
+        free = _host_free(cloud, dest_host)
+        if free is None:
             return ['destination host %s is not a resource provider in '
                     'Placement' % dest_host]
-        free = _free(cloud, providers[0]['uuid'])
         short = ['%s: %d left, %d needed' % (rc, free.get(rc, 0), n)
                  for rc, n in sorted(wanted.items()) if free.get(rc, 0) < n]
         if short:
@@ -173,15 +195,12 @@ def _capacity_reasons(cloud, needs, dest_host=None, dest_aggregate=None):
                     % (dest_host, '; '.join(short))]
         return []
     if dest_aggregate:
-        _s, body = cloud._get(cloud.compute, '/os-aggregates',
-                              'compute 2.41')
-        aggs = [a for a in body.get('aggregates') or []
-                if a['name'] == dest_aggregate]
-        if not aggs:
+        agg = _aggregate(cloud, dest_aggregate)
+        if agg is None:
             return ['destination aggregate %s does not exist in Nova'
                     % dest_aggregate]
         _s, body = cloud.placement_get('/resource_providers?member_of=%s'
-                                       % aggs[0]['uuid'])
+                                       % agg['uuid'])
         free = {}
         for rp in body.get('resource_providers') or []:
             for rc, n in _free(cloud, rp['uuid']).items():
@@ -206,33 +225,26 @@ def choose_host(cloud, server_ids, aggregate):
     for sid in server_ids:
         status, body = cloud.server(sid)
         if status == 200:
-            flavor = body['server'].get('flavor') or {}
-            needs['VCPU'] += int(flavor.get('vcpus') or 0)
-            needs['MEMORY_MB'] += int(flavor.get('ram') or 0)
-    _s, body = cloud._get(cloud.compute, '/os-aggregates', 'compute 2.41')
-    aggs = [a for a in body.get('aggregates') or []
-            if a['name'] == aggregate]
-    if not aggs:
+            _add_flavor(needs, body['server'].get('flavor') or {})
+    agg = _aggregate(cloud, aggregate)
+    if agg is None:
         raise exception.NoDestinationHost(
             aggregate=aggregate, reason='no such aggregate in Nova')
     _s, body = cloud._get(cloud.compute,
                           '/os-services?binary=nova-compute', 'compute 2.41')
     usable = {s['host'] for s in body.get('services') or []
               if s.get('state') == 'up' and s.get('status') == 'enabled'}
-    hosts = sorted(h for h in aggs[0].get('hosts') or [] if h in usable)
+    hosts = sorted(h for h in agg.get('hosts') or [] if h in usable)
     if not hosts:
         raise exception.NoDestinationHost(
             aggregate=aggregate,
             reason='none of its hosts (%s) has an enabled nova-compute that '
-                   'is up' % (', '.join(aggs[0].get('hosts') or []) or
-                              'none'))
+                   'is up' % (', '.join(agg.get('hosts') or []) or 'none'))
     room = {}
     for host in hosts:
-        _s, body = cloud.placement_get('/resource_providers?name=%s'
-                                       % urllib.parse.quote(host))
-        providers = body.get('resource_providers') or []
-        if providers:
-            room[host] = _free(cloud, providers[0]['uuid'])
+        free = _host_free(cloud, host)
+        if free is not None:
+            room[host] = free
     fits = [h for h in hosts if h in room and all(
         room[h].get(rc, 0) >= n for rc, n in needs.items() if n)]
     if not fits:

@@ -122,16 +122,12 @@ def _ask_again(ctx, term, op):
         LOG.warning('%s: terminal %s does not answer: %s', op['id'],
                     term['name'], e)
         return op
-    if rec.get('state') in ('DONE', 'ERROR'):
-        return db.operation_report(ctx, op['id'], state=rec['state'],
-                                   result=rec.get('result'),
-                                   error=rec.get('error'))
     if rec.get('state') in ('UNKNOWN', 'INTERRUPTED'):
         db.operation_report(ctx, op['id'], state='ERROR',
                             error='terminal %s lost it (%s)' % (
                                 term['name'], rec['state']))
         return None     # started again by the next sweep
-    return db.operation_report(ctx, op['id'], state='RUNNING')
+    return db.operation_take_status(ctx, op['id'], rec)
 
 
 def wipe_returned(ctx):

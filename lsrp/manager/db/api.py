@@ -726,6 +726,22 @@ def operation_report(ctx, op_id, **values):
         return row.as_dict()
 
 
+def operation_take_status(ctx, op_id, rec):
+    """A terminal's answer to ``status`` taken into the operation row.
+
+    DONE or ERROR with its result and error, or RUNNING; the row, or None
+    for an answer that says nothing of the operation (UNKNOWN,
+    INTERRUPTED: the caller starts it again).
+    """
+    if rec.get('state') in ('DONE', 'ERROR'):
+        return operation_report(ctx, op_id, state=rec['state'],
+                                result=rec.get('result'),
+                                error=rec.get('error'))
+    if rec.get('state') == 'RUNNING':
+        return operation_report(ctx, op_id, state='RUNNING')
+    return None
+
+
 def utcfromiso(text):
     if text is None:
         return None

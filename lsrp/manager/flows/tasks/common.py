@@ -144,7 +144,7 @@ def _run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
                                  % (term['name'], kind),
                                  migration_id=m['id'])
                     unreachable_since = None
-                _record(ctx, op_id, rec)
+                db.operation_take_status(ctx, op_id, rec)
             except messaging.MessagingException as e:
                 if unreachable_since is None:
                     unreachable_since = time.monotonic()
@@ -185,19 +185,9 @@ def _run_op(ctx, m, generation, phase, terminal_id, kind, op_id, params,
                              migration_id=m['id'])
                 started = False
                 continue
-            _record(ctx, op_id, rec)
+            db.operation_take_status(ctx, op_id, rec)
         if ended.wait(poll):
             ended.clear()
-
-
-def _record(ctx, op_id, rec):
-    """Take a status answered by the agent into the operation row."""
-    if rec.get('state') in ('DONE', 'ERROR'):
-        db.operation_report(ctx, op_id, state=rec['state'],
-                            result=rec.get('result'),
-                            error=rec.get('error'))
-    elif rec.get('state') == 'RUNNING':
-        db.operation_report(ctx, op_id, state='RUNNING')
 
 
 class PhaseTask(task.Task):
