@@ -6,6 +6,7 @@ one we started: its kernel name (comm) and a marker (a path of our sandbox)
 in its command line. Never anything found by name.
 """
 
+from concurrent import futures
 import errno
 import os
 import signal
@@ -63,7 +64,8 @@ class Service(object):
     def __init__(self, name, argv, run_dir, log_dir, marker, comm=None,
                  host='127.0.0.1', port=None, ready=None, env=None,
                  log_file=None, stop_timeout=15, stop_argv=None,
-                 start_timeout=60, extra_pids=None, kill_descendants=False):
+                 start_timeout=60, extra_pids=None, kill_descendants=False,
+                 stop_group=None):
         self.name = name
         self.argv = argv
         comms = comm if isinstance(comm, tuple) else (
@@ -86,6 +88,9 @@ class Service(object):
         # Children that may outlive the main process (uWSGI workers,
         # privsep daemons, cinder-volume's per-backend children).
         self.kill_descendants = kill_descendants
+        # Services of one group (the computes of every host) are stopped
+        # together: each may take its whole stop_timeout.
+        self.stop_group = stop_group
 
     def __repr__(self):
         return '<Service %s>' % self.name
@@ -319,11 +324,22 @@ class ServiceSet(object):
 
     def stop_services(self):
         """Stop in reverse order; returns [(name, pid)] of those stopped."""
-        stopped = []
+        batches = []
         for svc in reversed(self.services()):
-            pid = svc.stop()
-            if pid:
-                stopped.append((svc.name, pid))
+            if batches and svc.stop_group is not None and \
+                    batches[-1][0].stop_group == svc.stop_group:
+                batches[-1].append(svc)
+            else:
+                batches.append([svc])
+        stopped = []
+        for batch in batches:
+            if len(batch) == 1:
+                pids = [batch[0].stop()]
+            else:
+                with futures.ThreadPoolExecutor(len(batch)) as pool:
+                    pids = list(pool.map(lambda svc: svc.stop(), batch))
+            stopped += [(svc.name, pid) for svc, pid in zip(batch, pids)
+                        if pid]
         return stopped
 
     def status(self):

@@ -115,7 +115,7 @@ class Host(object):
              '--config-file', self.conf],
             self.cloud.run_dir, self.cloud.log_dir, comm='nova-compute',
             marker=self.conf, stop_timeout=10, kill_descendants=True,
-            log_file=os.path.join(
+            stop_group='nova-compute', log_file=os.path.join(
                 self.cloud.log_dir, 'nova-compute-%s.log' % self.name))
 
     def virsh(self, *args, check=True):

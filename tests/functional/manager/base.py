@@ -221,15 +221,22 @@ class ManagerTestCase(base.FunctionalTestCase):
         os.replace(path + '.tmp', path)
 
     def wait_shipment(self, m, state=None, exclude=(), timeout=180):
-        """The migration's shipment (not one of ``exclude``), in ``state``."""
+        """The migration's shipment (not one of ``exclude``), in ``state``.
+
+        ``state`` may be a tuple: a state the shipment can leave within
+        one poll (DELIVERED, verified as soon as its devices are in) is
+        waited for with the states that follow it.
+        """
+        wanted = (state,) if isinstance(state, str) else state
+
         def check():
             for s in actions.shipment_list(self.ctx):
                 if s['name'].startswith('fedex-%s-' % m['id'].split('-')[0])\
                         and s['id'] not in exclude and \
-                        (state is None or s['state'] == state):
+                        (wanted is None or s['state'] in wanted):
                     return s
         return self.dep.wait(check, timeout, 'a shipment of %s%s' % (
-            m['id'], ' in %s' % state if state else ''))
+            m['id'], ' in %s' % ' or '.join(wanted) if wanted else ''))
 
     def key_destroyed(self, s):
         self.assertRaises(exception.KeyManagerError, keys.get_store().get,

@@ -1,7 +1,9 @@
 """Service processes of the mini-cloud: started, failed and stopped by pid."""
 
+import functools
 import os
 import sys
+import time
 
 import fixtures
 import testtools
@@ -49,6 +51,35 @@ class TestService(testtools.TestCase):
             f.write('%d\n' % os.getppid())
         self.assertIsNone(svc.pid())
         self.assertIsNone(svc.stop())
+
+    def test_a_stop_group_is_stopped_together(self):
+        """Processes that ignore SIGTERM, one group: one timeout, not three."""
+        svcs = []
+        for i in range(3):
+            flag = os.path.join(self.dir, 'ignoring-%d' % i)
+            ignore = ('import signal, time; signal.signal(signal.SIGTERM, '
+                      'signal.SIG_IGN); open(%r, "w"); time.sleep(60)' % flag)
+            svc = base.Service(
+                'svc-%d' % i, [sys.executable, '-c', ignore],
+                os.path.join(self.dir, 'run'), os.path.join(self.dir, 'log'),
+                marker='-c', stop_timeout=1, stop_group='computes',
+                ready=functools.partial(os.path.exists, flag))
+            svc.ensure()
+            svcs.append(svc)
+        pids = [svc.pid() for svc in svcs]
+
+        class Set(base.ServiceSet):
+            def services(self):
+                return svcs
+        begin = time.monotonic()
+        stopped = Set().stop_services()
+        self.assertLess(time.monotonic() - begin, 2.5)
+        self.assertEqual(sorted(zip(['svc-2', 'svc-1', 'svc-0'],
+                                    reversed(pids))), sorted(stopped))
+        for pid in pids:
+            self.assertFalse(os.path.exists('/proc/%d' % pid) and
+                             open('/proc/%d/stat' % pid).read().split()[2]
+                             != 'Z', 'pid %d still running' % pid)
 
 
 class TestPorts(testtools.TestCase):
