@@ -93,6 +93,22 @@ def show(req):
     return util.json_response(200, {'cutover': plan(ctx, m, server_id)})
 
 
+def event_text(name, host, details):
+    """The event's line: what happened, where the server is, who says so.
+
+    The source's nova-compute reports the whole cutover (it drives
+    libvirt's migration), so its host is the reporter, not where the guest
+    was resumed or now runs (``dest``, with ``completed``).
+    """
+    text = 'nova: %s' % name
+    if details.get('dest'):
+        text += ', the server now on %s' % details['dest']
+    text += ' (reported by %s)' % (host or '?')
+    if details.get('reason'):
+        text += ': %s' % details['reason']
+    return text
+
+
 def event(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.CUTOVER_EVENT)
@@ -101,9 +117,7 @@ def event(req):
     details = body.get('details') or {}
     name = body['event']
     db.add_event(ctx, 'migration', m['id'], 'cutover',
-                 'nova: %s on %s%s' % (name, body.get('host') or '?',
-                                       (': %s' % details.get('reason'))
-                                       if details.get('reason') else ''),
+                 event_text(name, body.get('host'), details),
                  migration_id=m['id'], details=dict(details, event=name))
     if m['state'] == states.CUTTING_OVER:
         if name == 'completed':

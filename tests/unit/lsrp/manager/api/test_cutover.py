@@ -81,7 +81,14 @@ class TestCutoverPlan(test_api.Fixture):
         self.assertIn('final delta failed', m['last_error'])
         db.transition(self.ctx, 'migration', self.m['id'], 'converge')
         db.transition(self.ctx, 'migration', self.m['id'], 'cutover')
-        self.event('completed')
+        self.event('completed', dest='b-h2')
         self.assertEqual(states.COMPLETED,
                          db.get(self.ctx, 'migration', self.m['id'])['state'])
+        # The reporter (the source's compute) is not where the server is.
+        texts = [e['message'] for e in db.list_(
+            self.ctx, 'event', {'migration_id': self.m['id']})]
+        self.assertIn('nova: completed, the server now on b-h2 (reported '
+                      'by b-h1)', texts)
+        self.assertIn('nova: rolled_back (reported by b-h1): final delta '
+                      'failed', texts)
         self.event('nonsense', status=400)
