@@ -588,10 +588,13 @@ def quiet_terminal_logs():
     """On stderr, only warnings and errors unless --debug.
 
     The report and progress lines are then not interleaved with INFO
-    lines. A --log-file gets everything from INFO up.
+    lines. A --log-file gets everything from INFO up. asyncio's warnings
+    go too: "SSL connection is closed" comes from writes after the peer
+    hung up, which the command's own error line already says.
     """
     if not CONF.debug and not CONF.log_file:
         std_logging.getLogger('lsrp').setLevel(std_logging.WARNING)
+        std_logging.getLogger('asyncio').setLevel(std_logging.ERROR)
 
 
 def run_command(args):

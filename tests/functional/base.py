@@ -10,11 +10,13 @@ import json
 import os
 import random
 import subprocess
+import time
 import uuid
 
 import fixtures
 import testtools
 
+from lsrp import exception
 from lsrp.rbd import Cluster
 from lsrp.sandbox import opts as sandbox_opts
 from lsrp.sandbox import sandbox as sandbox_mod
@@ -119,7 +121,17 @@ class FunctionalTestCase(testtools.TestCase):
                     if snap.protected:
                         img.unprotect_snapshot(snap.name)
                     img.remove_snapshot(snap.name)
-            p.remove_image(name)
+            # A killed client's watch on the image stays until the OSD's
+            # watch timeout (osd_client_watch_timeout, 30 s): busy till then.
+            deadline = time.monotonic() + 45
+            while True:
+                try:
+                    p.remove_image(name)
+                    return
+                except exception.ImageBusy:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(1)
 
     # --- the real rbd CLI, a client we did not write ---------------------
 
