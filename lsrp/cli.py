@@ -506,7 +506,16 @@ def do_pull(args):
                 def report(offset, size):
                     progress.advance(offset - done[0])
                     done[0] = offset
-                digest = pull_mod.pull(source, sink, args.snapshot, report)
+                try:
+                    digest = pull_mod.pull(source, sink, args.snapshot,
+                                           report)
+                except (ConnectionError, asyncio.IncompleteReadError) as e:
+                    # The terminal hung up mid-copy: say which one.
+                    raise exception.ConnectionClosed(
+                        peer='%s at %s' % (args.server_name,
+                                           args.from_address),
+                        detail=' during the copy (%s)' % (
+                            str(e) or type(e).__name__)) from e
                 progress.finish()
             finally:
                 sink.close()

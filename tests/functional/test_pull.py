@@ -119,6 +119,7 @@ class TestPull(test_catchup.CatchUpTestCase):
         self.assertNotEqual(0, result.returncode, result.stderr)
         self.assertEqual(1, len(result.stderr.strip().splitlines()),
                          result.stderr)
+        self.assertIn('at 127.0.0.1:%d closed' % port, result.stderr)
         with self.pool('site-a') as pool:
             # A block was written before the terminal went away.
             self.assertFalse(pool.image_exists(self.image))
