@@ -277,6 +277,10 @@ class CutoverPauseBench(base.TestNovaCutover):
             'goal_ms': round(goal_ms), 'goal_met': pause_ms is not None and
             pause_ms <= goal_ms,
             'api_to_completed_s': round(took, 1),
+            # Inside the pause, before the delta: the source's vCPUs seen
+            # stopped (nova_fedex checks); then the resume call itself.
+            'wait_source_ms': _ms(resumed.get('wait_source_seconds')),
+            'resume_ms': _ms(resumed.get('resume_seconds')),
             'state': m['state']}
 
     def migrate_async(self, server_id):

@@ -521,6 +521,10 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         cutover = self._fedex_cutovers.get(instance.uuid)
         if cutover is not None:
             guest = _FedexGuest(guest, cutover)
+            # Once before the memory copy: the first of these calls in a
+            # nova-compute took 0.21 s (twice in two fresh processes, 2 ms
+            # after), and inside the pause it would be the guest's.
+            self._fedex_source_running(instance)
         return super()._live_migration_operation(
             context, instance, dest, block_migration, migrate_data, guest,
             device_names)
@@ -541,8 +545,9 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
 
         Runs once (see ``_Cutover.pause_lock``); never raises: a failure is
         kept in ``cutover.failure`` for ``_fedex_post`` to roll back. The
-        reports wait until the guest runs again: each is an HTTP call to
-        fedex-api, and inside the pause every millisecond counts.
+        reports wait until Nova's post-migration is done: each is an HTTP
+        call to fedex-api, and inside the pause, and in the guest's first
+        moments at B, every millisecond counts.
         """
         with cutover.pause_lock:
             if cutover.pause_claimed:
@@ -610,14 +615,20 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                 server=instance.uuid, migration=plan.migration_id,
                 reason='the final delta did not end within %d s' %
                 CONF.fedex.final_delta_timeout)
-        self._fedex_send(context, plan, cutover.reports)
         if cutover.failure is not None:
+            self._fedex_send(context, plan, cutover.reports)
             self._fedex_roll_back(cutover, context, instance,
                                   cutover.failure)
             _record_fault(context, instance, cutover.failure)
             return recover_method(context, instance, dest, migrate_data)
-        result = post_method(context, instance, dest, block_migration,
-                             migrate_data)
+        try:
+            result = post_method(context, instance, dest, block_migration,
+                                 migrate_data)
+        finally:
+            # After Nova's post-migration, not at the resume: on a busy
+            # host the guest's first moments at B need the CPU more than
+            # these reports (events of the manager) need to be early.
+            self._fedex_send(context, plan, cutover.reports)
         zone = self._fedex_follow_zone(context, instance, dest)
         self._fedex_report(context, plan, 'completed', dest=dest,
                            availability_zone=zone)
@@ -710,20 +721,23 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         incoming migration or libvirt's call returning (_fedex_watch).
         """
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                guest = self._host.get_guest(instance)
-                if not guest.is_active() or guest.get_power_state(
-                        self._host) != power_state.RUNNING:
-                    return
-            except nova_exception.InstanceNotFound:
-                return
+        # Every 10 ms: the guest waits paused at B meanwhile.
+        while self._fedex_source_running(instance):
             if time.monotonic() > deadline:
                 raise exception.CutoverError(
                     server=instance.uuid, migration='?', reason='libvirt '
                     'reports the migration completed but the source guest '
                     'still runs')
-            time.sleep(0.1)
+            time.sleep(0.01)
+
+    def _fedex_source_running(self, instance):
+        """Whether the source guest's vCPUs run (not when paused or gone)."""
+        try:
+            guest = self._host.get_guest(instance)
+            return bool(guest.is_active()) and guest.get_power_state(
+                self._host) == power_state.RUNNING
+        except nova_exception.InstanceNotFound:
+            return False
 
     def _fedex_roll_back(self, cutover, context, instance, cause):
         """Bring the guest back here, running (or paused if it was)."""
