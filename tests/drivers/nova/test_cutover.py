@@ -279,6 +279,29 @@ class TestCutover(CutoverTestBase):
                           'final_state_checked'],
                          self.wait_for_events(6))
 
+    def test_a_failing_warm_up_check_does_not_stop_the_cutover(self):
+        """The source check made before the copy is only a warm-up."""
+        real = fedex_driver.FedexLibvirtDriver._fedex_source_running
+        calls = []
+
+        def first_fails(drv, instance):
+            calls.append(instance.uuid)
+            if len(calls) == 1:
+                raise fakelibvirt.make_libvirtError(
+                    fakelibvirt.libvirtError, 'libvirt hiccup',
+                    error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR)
+            return real(drv, instance)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_fedex.virt.libvirt.driver.FedexLibvirtDriver.'
+            '_fedex_source_running', first_fails))
+        self.boot()
+        self.plan()
+        self.cutover()
+        self.assertEqual('dest', self.host_of(self.server))
+        # The warm-up, then the check inside the pause.
+        self.assertGreaterEqual(len(calls), 2)
+        self.assertEqual(1, len(self.deltas))
+
     def test_final_state_mismatch_after_the_resume_is_reported(self):
         # Found after the resume: the guest stays at B (it writes there
         # already), and the mismatch is a fault and an event.
