@@ -76,10 +76,8 @@ class TestService(testtools.TestCase):
         self.assertLess(time.monotonic() - begin, 2.5)
         self.assertEqual(sorted(zip(['svc-2', 'svc-1', 'svc-0'],
                                     reversed(pids))), sorted(stopped))
-        for pid in pids:
-            self.assertFalse(os.path.exists('/proc/%d' % pid) and
-                             open('/proc/%d/stat' % pid).read().split()[2]
-                             != 'Z', 'pid %d still running' % pid)
+        for svc, pid in zip(svcs, pids):
+            self.assertFalse(svc.is_ours(pid), 'pid %d still running' % pid)
 
 
 class TestPorts(testtools.TestCase):
