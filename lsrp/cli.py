@@ -506,16 +506,7 @@ def do_pull(args):
                 def report(offset, size):
                     progress.advance(offset - done[0])
                     done[0] = offset
-                try:
-                    digest = pull_mod.pull(source, sink, args.snapshot,
-                                           report)
-                except (ConnectionError, asyncio.IncompleteReadError) as e:
-                    # The terminal hung up mid-copy: say which one.
-                    raise exception.ConnectionClosed(
-                        peer='%s at %s' % (args.server_name,
-                                           args.from_address),
-                        detail=' during the copy (%s)' % (
-                            str(e) or type(e).__name__)) from e
+                digest = pull_mod.pull(source, sink, args.snapshot, report)
                 progress.finish()
             finally:
                 sink.close()

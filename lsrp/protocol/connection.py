@@ -26,8 +26,20 @@ class Connection(object):
         self._types = {}    # seq -> type of the request awaiting an answer
         self._receiver = None
 
+    def _lost(self, error):
+        """ConnectionClosed naming the peer, for a reset or broken pipe."""
+        return exception.ConnectionClosed(
+            peer=self.peer, detail=' (%s)' % (str(error) or
+                                              type(error).__name__))
+
     async def recv(self):
-        """The next frame; raises ConnectionClosed at EOF."""
+        """The next frame; raises ConnectionClosed at EOF or a reset."""
+        try:
+            return await self._recv()
+        except ConnectionError as e:
+            raise self._lost(e) from e
+
+    async def _recv(self):
         while not self._ready:
             if self._decoder.pending and self.frame_timeout:
                 try:
@@ -50,8 +62,12 @@ class Connection(object):
         return self._ready.pop(0)
 
     async def send(self, frame):
-        self.writer.write(frames.encode(frame))
-        await self.writer.drain()
+        """Send a frame; raises ConnectionClosed when the peer is gone."""
+        try:
+            self.writer.write(frames.encode(frame))
+            await self.writer.drain()
+        except ConnectionError as e:
+            raise self._lost(e) from e
 
     async def send_error(self, code, message, seq=0, session=0):
         await self.send(frames.Frame(messages.ERROR, {

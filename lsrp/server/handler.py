@@ -87,7 +87,7 @@ class PeerHandler(object):
             LOG.warning('%s: %s; closing the connection', self.label, e)
             try:
                 await self.conn.send_error(e.code, str(e))
-            except (ConnectionError, OSError):
+            except (exception.ConnectionClosed, OSError):
                 pass
         except exception.ConnectionClosed as e:
             LOG.info('%s', e)
@@ -126,7 +126,7 @@ class PeerHandler(object):
         try:
             if not await self._handle(frame, entry):
                 await self.conn.close()   # ends run() too
-        except (ConnectionError, OSError):
+        except (exception.ConnectionClosed, OSError):
             pass
         finally:
             self._slots.release()
