@@ -25,12 +25,20 @@ class Connection(object):
         self._waiting = {}
         self._types = {}    # seq -> type of the request awaiting an answer
         self._receiver = None
+        # The first ConnectionClosed this connection raised once its peer
+        # was found gone (EOF, reset, broken pipe), else None: a server
+        # tells by it its own peer's departure from a failed request.
+        self.gone = None
+
+    def _closed(self, detail):
+        error = exception.ConnectionClosed(peer=self.peer, detail=detail)
+        if self.gone is None:
+            self.gone = error
+        return error
 
     def _lost(self, error):
         """ConnectionClosed naming the peer, for a reset or broken pipe."""
-        return exception.ConnectionClosed(
-            peer=self.peer, detail=' (%s)' % (str(error) or
-                                              type(error).__name__))
+        return self._closed(' (%s)' % (str(error) or type(error).__name__))
 
     async def recv(self):
         """The next frame; raises ConnectionClosed at EOF or a reset."""
@@ -56,8 +64,7 @@ class Connection(object):
                 detail = (' in the middle of a frame (%d bytes)'
                           % self._decoder.pending
                           if self._decoder.pending else '')
-                raise exception.ConnectionClosed(peer=self.peer,
-                                                 detail=detail)
+                raise self._closed(detail)
             self._ready.extend(self._decoder.feed(data))
         return self._ready.pop(0)
 

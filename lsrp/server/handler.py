@@ -151,6 +151,12 @@ class PeerHandler(object):
             LOG.warning('%s: %s; closing the connection', self.label, e)
             return False
         except exception.FedexException as e:
+            if isinstance(e, exception.ConnectionClosed) and \
+                    self.conn.gone is not None:
+                # This connection's peer left while it was answered: not
+                # the request's failure. Its round stays resumable (a
+                # failed one is rolled back when its streams are gone).
+                raise
             # A failure here (Ceph, a full pool): the peer hears what it
             # was; the connection stays usable.
             self._failed(frame, entry)

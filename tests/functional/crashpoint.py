@@ -8,8 +8,8 @@ At POINT the process prints ``CRASHPOINT POINT`` on stderr and stops there
 known place instead of after a guessed delay. The process is the real
 program in every other respect. ``none`` freezes nowhere.
 
-Points: ``client-transfer`` (lsrp catchup, after the 3rd data frame of a
-round is sent), ``client-after-commit`` (lsrp catchup, right after
+Points: ``client-transfer`` (lsrp catchup, once the 3rd data frame of a
+round is sent and acknowledged), ``client-after-commit`` (lsrp catchup, right after
 the destination took the round's snapshot), ``server-transfer``
 (lsrp-server, after 3 data frames are applied), ``server-commit``
 (lsrp-server, its group commit recorded, before the snapshot),
@@ -58,8 +58,12 @@ def install(point):
             self.sender._crash_count = getattr(self.sender,
                                                '_crash_count', 0) + 1
             if self.sender._crash_count == AFTER:
-                # Sent (the terminal applies and acknowledges them), and
+                # Applied and acknowledged by the terminal (a kill with
+                # frames still unread there resets the connection, and the
+                # kernel drops them: the round would resume at 0), then
                 # the whole process stops here: nothing after is sent.
+                for _, answered in list(self.acks):
+                    await answered
                 freeze(point)
         catchup._Stream._send_data = _send_data
     elif point == 'client-after-commit':

@@ -62,3 +62,45 @@ class TestRefusedStream(testtools.TestCase):
 
         self.assertRaises(exception.ConnectionClosed, asyncio.run,
                           scenario())
+
+
+class TestPeerGone(testtools.TestCase):
+
+    def test_a_reset_is_connection_closed_naming_the_peer(self):
+        async def scenario():
+            client, server = await pair()
+            # The peer's socket closes with data unread: its kernel resets.
+            server.writer.transport.abort()
+            await asyncio.sleep(0.05)
+            try:
+                for _ in range(64):
+                    await client.send(frames.Frame(m.READ_DIGEST, {
+                        'algorithm': 'sha256'}, session=1, seq=1))
+                    await asyncio.sleep(0.01)
+            finally:
+                gone = client.gone
+                await client.close()
+            return gone
+
+        e = self.assertRaises(exception.ConnectionClosed, asyncio.run,
+                              scenario())
+        self.assertIn('terminal-b at test closed (', str(e))
+
+    def test_gone_is_none_while_the_peer_is_there(self):
+        async def scenario():
+            client, server = await pair()
+            await client.send(frames.Frame(m.READ_DIGEST, {
+                'algorithm': 'sha256'}, session=1, seq=1))
+            await server.recv()
+            gone = client.gone, server.gone
+            await server.close()
+            with testtools.ExpectedException(exception.ConnectionClosed):
+                await client.recv()
+            gone += (client.gone,)
+            await client.close()
+            return gone
+
+        before_client, before_server, after = asyncio.run(scenario())
+        self.assertIsNone(before_client)
+        self.assertIsNone(before_server)
+        self.assertIsInstance(after, exception.ConnectionClosed)
