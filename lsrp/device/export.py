@@ -69,9 +69,15 @@ def load_manifest(devset, crypto):
                                       'the export did not finish')
     newest = max(version for version, _ in blobs.values())
     chosen = None
+    # The devices hold copies of one manifest: bytes equal to a copy that
+    # was authenticated are authentic (AES-GCM), and are not decrypted,
+    # decompressed and parsed again (0.06 s a copy for 2 GiB of data).
+    opened = {}
     for index, (version, blob) in sorted(blobs.items()):
-        manifest = manifest_mod.Manifest.from_blob(
-            blob, crypto, devset.describe(index))
+        manifest = opened.get(blob)
+        if manifest is None:
+            manifest = opened[blob] = manifest_mod.Manifest.from_blob(
+                blob, crypto, devset.describe(index))
         if version == newest and chosen is None:
             chosen = (manifest, blob)
     return chosen

@@ -8,6 +8,7 @@ import testtools
 
 from lsrp.device import crypto as crypto_mod
 from lsrp.device import deviceset
+from lsrp.device import export as export_mod
 from lsrp.device import journal as journal_mod
 from lsrp.device import manifest as manifest_mod
 from lsrp.device import reader as reader_mod
@@ -190,3 +191,41 @@ class TestDeviceSet(DeviceTestCase):
                               manifest_mod.Manifest.from_blob, bytes(blob),
                               self.crypto, 'dev0')
         self.assertIn('dev0', str(e))
+
+
+class TestLoadManifest(DeviceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.manifest = self.new_manifest()
+        self.blob = self.manifest.to_blob(self.crypto)
+        self.devset.write_manifest(1, self.blob)
+        self.opened = []
+        real = manifest_mod.Manifest.from_blob.__func__
+
+        def counting(cls, blob, crypto, where):
+            self.opened.append(where)
+            return real(cls, blob, crypto, where)
+        self.useFixture(fixtures.MonkeyPatch(
+            'lsrp.device.manifest.Manifest.from_blob',
+            classmethod(counting)))
+
+    def load(self):
+        return export_mod.load_manifest(deviceset.DeviceSet.open(self.paths),
+                                        self.crypto)
+
+    def test_copies_equal_to_an_authenticated_one_are_opened_once(self):
+        manifest, blob = self.load()
+        self.assertEqual(self.manifest.data, manifest.data)
+        self.assertEqual(self.blob, blob)
+        self.assertEqual(1, len(self.opened))
+
+    def test_a_tampered_copy_is_still_authenticated_and_named(self):
+        tampered = bytearray(self.blob)
+        tampered[-20] ^= 1
+        with open(os.path.join(self.paths[2], deviceset.manifest_name(1)),
+                  'wb') as f:
+            f.write(bytes(tampered))
+        e = self.assertRaises(exception.ManifestTampered, self.load)
+        self.assertEqual(2, len(self.opened))
+        self.assertIn(self.opened[-1], str(e))
