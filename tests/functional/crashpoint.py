@@ -9,8 +9,8 @@ known place instead of after a guessed delay. The process is the real
 program in every other respect. ``none`` freezes nowhere.
 
 Points: ``client-transfer`` (lsrp catchup, once the 3rd data frame of a
-round is sent and acknowledged), ``client-after-commit`` (lsrp catchup, right after
-the destination took the round's snapshot), ``server-transfer``
+round is sent and acknowledged), ``client-after-commit`` (lsrp catchup,
+right after the destination took the round's snapshot), ``server-transfer``
 (lsrp-server, after 3 data frames are applied), ``server-commit``
 (lsrp-server, its group commit recorded, before the snapshot),
 ``import-write`` (lsrp import, after its first write into the image: there
