@@ -3,7 +3,8 @@
 
 With --no-skips, a skipped test fails the run: functional tests must run
 against the real sandbox, never skip for lack of it. The failures' names and
-the ends of their tracebacks are also kept in .stestr/failures-<label>.txt,
+the hearts of their tracebacks (the innermost frame, the error's
+first and last lines) are also kept in .stestr/failures-<label>.txt,
 which .ci/run prints last, where CI's shortened log still shows them.
 """
 
@@ -17,11 +18,31 @@ import subunit
 import testtools
 
 
-TRACEBACK_TAIL = 25
+# Lines kept of each failure: CI's log keeps only its last few dozen.
+KEPT_LINES = 25
+
+
+def failure_lines(text, limit=KEPT_LINES):
+    """The innermost frame of a traceback and its error, at most limit lines.
+
+    An error's message can be long (a guest's state, a daemon's log tail):
+    its first lines say what failed, so they are kept with its last ones and
+    the middle is cut, rather than keeping only the end.
+    """
+    lines = text.rstrip().splitlines()
+    frames = [i for i, line in enumerate(lines)
+              if line.startswith('  File "')]
+    kept = lines[frames[-1]:] if frames else lines
+    if len(kept) > limit:
+        head = limit // 2
+        tail = limit - head - 1
+        kept = kept[:head] + ['[... %d lines ...]' % (
+            len(kept) - head - tail)] + kept[-tail:]
+    return kept
 
 
 def keep_failures(label, failures):
-    """Write each failed test's id and the end of its traceback to a file."""
+    """Write each failed test's id and the heart of its traceback to a file."""
     path = os.path.join('.stestr', 'failures-%s.txt' % label)
     if not failures:
         if os.path.exists(path):
@@ -30,8 +51,8 @@ def keep_failures(label, failures):
     with open(path, 'w') as out:
         for case, details in failures:
             out.write('FAILED %s\n' % case.id())
-            lines = str(details).rstrip().splitlines()[-TRACEBACK_TAIL:]
-            out.write(''.join('    %s\n' % line for line in lines))
+            out.write(''.join('    %s\n' % line
+                              for line in failure_lines(str(details))))
 
 
 def main():
