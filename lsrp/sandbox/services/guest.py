@@ -47,9 +47,22 @@ while true; do
     read up idle < /proc/uptime
     slot=$((n % {slots} + {first_slot}))
     rec=$(printf 'FEDEXTICK %d %s' $n $up)
-    for d in /dev/vda /dev/vdb; do
-        [ -b $d ] && printf '%-{pad}s\\n' "$rec" | \\
-            dd of=$d bs={slot} seek=$slot count=1 conv=notrunc,fsync \\
+    for d in vda vdb; do
+        # dd opens with O_CREAT: one that lost the race with a hot-unplug
+        # (the node gone between the test and its open) left a regular file
+        # in the node's place, and devtmpfs does not replace a file with the
+        # node of the disk attached next: remove it, make the node.
+        if [ -f /dev/$d ]; then
+            rm -f /dev/$d
+            echo "fedex-guest: /dev/$d was a file (a write raced its" \\
+                "unplug); removed" > /dev/ttyS0
+        fi
+        if [ ! -b /dev/$d ] && [ -r /sys/block/$d/dev ]; then
+            IFS=: read major minor < /sys/block/$d/dev
+            mknod /dev/$d b $major $minor 2>/dev/null
+        fi
+        [ -b /dev/$d ] && printf '%-{pad}s\\n' "$rec" | \\
+            dd of=/dev/$d bs={slot} seek=$slot count=1 conv=notrunc,fsync \\
             2>/dev/null
     done
     [ $((n % 500)) -eq 1 ] && echo "fedex-guest: tick $n" > /dev/ttyS0
