@@ -44,7 +44,7 @@ class TestFailureLines(testtools.TestCase):
         self.assertEqual('[... 96 lines ...]', lines[5])
         self.assertEqual('tick 99', lines[-1])
 
-    def test_text_without_a_traceback_keeps_its_end(self):
+    def test_text_without_a_traceback_is_cut_in_the_middle(self):
         text = ''.join('line %d\n' % i for i in range(40))
         lines = test_summary.failure_lines(text, limit=5)
         self.assertEqual(['line 0', 'line 1', '[... 36 lines ...]',
