@@ -72,6 +72,9 @@ def ensure_sandbox():
 class FunctionalTestCase(testtools.TestCase):
     """Connections to both sites, unique names, cleanup of what a test made."""
 
+    # Set by a test that kill -9s a Ceph client: see _remove_image.
+    killed_clients = False
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -128,10 +131,19 @@ class FunctionalTestCase(testtools.TestCase):
                 try:
                     p.remove_image(name)
                     return
-                except exception.ImageBusy:
-                    if time.monotonic() > deadline:
+                except exception.ImageBusy as e:
+                    if time.monotonic() <= deadline:
+                        time.sleep(1)
+                        continue
+                    if not self.killed_clients:
                         raise
-                    time.sleep(1)
+                    # Now and then (1 CI run in ~10) a kill -9'd client's
+                    # watch outlives the timeout, and blocklisting its
+                    # address does not end it either (Ceph 16): the image
+                    # is left to the sandbox's destroy, and named.
+                    print('cleanup: %s left: %s (a killed client still '
+                          'watches it)' % (name, e))
+                    return
 
     # --- the real rbd CLI, a client we did not write ---------------------
 

@@ -119,6 +119,7 @@ class ShipmentTestCase(base.FunctionalTestCase):
             except FileNotFoundError:
                 pass
             time.sleep(0.01)
+        self.killed_clients = True
         proc.send_signal(signal.SIGKILL)
         proc.wait()
 
