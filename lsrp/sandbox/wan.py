@@ -99,16 +99,37 @@ class Wan(object):
                 'rate', '%dmbit' % rate_mbit, 'burst', '64kb',
                 'latency', '200ms', ns=ns)
 
+    def _relays(self):
+        """Pids of the relays listening on this link's address."""
+        listen = '%s:' % self.ns_addr
+        pids = set()
+        for name in os.listdir('/proc'):
+            if not name.isdigit():
+                continue
+            cmd = processes.read_cmdline(int(name)) or []
+            if 'lsrp.sandbox.relay' in cmd and any(
+                    a.startswith(listen) for a in cmd):
+                pids.add(int(name))
+        return pids
+
     def down(self):
-        try:
-            with open(self.pidfile) as f:
-                pid = int(f.read())
-            cmd = processes.read_cmdline(pid) or []
-            if 'lsrp.sandbox.relay' in cmd:
+        """Remove the link, with whatever a killed run left of it.
+
+        A run killed before its clean-up leaves its relay running in the
+        namespace, which keeps the namespace and the veth pair alive after
+        ``ip netns del``: the next ``up`` of this number then failed with
+        "File exists".
+        """
+        for pid in self._relays():
+            try:
                 os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        try:
             os.unlink(self.pidfile)
-        except (FileNotFoundError, ValueError, ProcessLookupError):
+        except FileNotFoundError:
             pass
         if self.exists():
-            # The veth pair goes with the namespace.
             _ip('ip', 'netns', 'del', self.namespace)
+        # Deleting one end of a veth pair deletes both.
+        _ip('ip', 'link', 'del', self.root_dev, check=False)
