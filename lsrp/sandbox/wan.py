@@ -43,7 +43,6 @@ class Wan(object):
         self.root_dev, self.ns_dev = 'fxwan%da' % number, 'fxwan%db' % number
         self.root_addr = '10.77.%d.1' % number
         self.ns_addr = '10.77.%d.2' % number
-        self.pidfile = os.path.join(run_dir, 'wan%d-relay.pid' % number)
 
     def exists(self):
         return self.namespace in _ip('ip', 'netns', 'list').stdout.split()
@@ -67,14 +66,12 @@ class Wan(object):
             self.set_rate(rate_mbit)
             os.makedirs(self.run_dir, exist_ok=True)
             out = open(os.path.join(self.run_dir, 'wan-relay.out'), 'ab')
-            relay = subprocess.Popen(
+            subprocess.Popen(
                 ['ip', 'netns', 'exec', self.namespace, sys.executable, '-m',
                  'lsrp.sandbox.relay', '--listen', '%s:%d' % (self.ns_addr, port),
                  '--target', '%s:%d' % (self.root_addr, port), '--delay-ms',
                  str(delay_ms)], stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
-            with open(self.pidfile, 'w') as f:
-                f.write('%d\n' % relay.pid)
             self._wait_listening(port)
         except Exception:
             self.down()
@@ -125,10 +122,6 @@ class Wan(object):
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        try:
-            os.unlink(self.pidfile)
-        except FileNotFoundError:
-            pass
         if self.exists():
             _ip('ip', 'netns', 'del', self.namespace)
         # Deleting one end of a veth pair deletes both.
