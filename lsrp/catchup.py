@@ -49,11 +49,13 @@ RoundReport = collections.namedtuple(
 
 
 async def commit_group(client, group, disks, snapshot, phases=('commit',),
-                       release=False):
+                       release=False, defer=False):
     """C4: ``snapshot`` on all ``disks`` or none.
 
     ``release``: the terminal closes the images at the commit, before it
     answers (a cutover's final delta: the guest resumes on them next).
+    ``defer``: the disks whose rounds started with ``record`` take no
+    snapshot; their records are written after the answer.
 
     One terminal holds all the disks here, so it is its own coordinator:
     commit checks that every disk is prepared, as prepare would. A group
@@ -64,6 +66,8 @@ async def commit_group(client, group, disks, snapshot, phases=('commit',),
                 'snapshot': snapshot}
         if release and phase == 'commit':
             body['release'] = True
+        if defer and phase == 'commit':
+            body['defer'] = True
         await client.conn.request(m.CTL_GROUP_PREPARE_AND_COMMIT, body)
 
 

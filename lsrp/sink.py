@@ -145,5 +145,10 @@ class GroupSink(Sink):
         """
 
     @abc.abstractmethod
-    def commit(self, snapshot):
-        """Take snapshot N (nothing to do when it is here already)."""
+    def commit(self, snapshot, defer=False):
+        """Take snapshot N (nothing to do when it is here already).
+
+        ``defer``: a round started with a record may end without snapshot
+        N and return the record to write once the group has answered
+        (``lsrp.server.records``); otherwise returns None.
+        """

@@ -4,8 +4,11 @@ While the guest is paused at site B and its source QEMU has stopped, the
 blocks written since the last catch-up round go straight from this compute
 to the destination terminal with the catch-up engine (``lsrp.catchup``):
 read from the images' heads (no snapshot inside the pause: nothing writes
-them any more), every block with its digest, and one group commit that puts
-the final snapshot on all disks at once or on none. The connections are
+them any more), every block with its digest, and one group commit that ends
+the round on all disks at once or on none. B's state at the resume is kept
+by the destination terminal in a record of each disk written after the
+commit's answer (``lsrp.server.records``): no snapshot at B inside the
+pause either. The connections are
 opened *before* the pause (:meth:`FinalDelta.open`); only a connection lost
 during the delta makes a new one, and the round resumes where the terminal
 says it stopped.
@@ -63,10 +66,22 @@ class HeadSender(sender_mod.DiskSender):
                 % (self.client.peer, self.spec))
         pool_name, name = self.spec.split('/', 1)
         self._pool = self.cluster.pool(pool_name)
+        try:
+            return await self._begin(name, session, from_snapshot, snapshot,
+                                     extra, group)
+        except BaseException:
+            # Closed now: a handle left to the garbage collector may close
+            # in any thread, and librbd's close can block there.
+            self.close()
+            raise
+
+    async def _begin(self, name, session, from_snapshot, snapshot, extra,
+                     group):
+        conn = self.client.conn
         self._image = self._pool.open_image(name, read_only=True)
         size = await asyncio.to_thread(self._image.size)
         start = {'snapshot': snapshot, 'size': size,
-                 'from_snapshot': from_snapshot}
+                 'from_snapshot': from_snapshot, 'record': True}
         base = await asyncio.to_thread(sender_mod.identity, self.cluster,
                                        self._image, from_snapshot)
         if base:
@@ -235,7 +250,7 @@ class FinalDelta(object):
             sending = [
                 sender.send(catchup.AT_DESTINATION, self.snapshot,
                             verify=self.verify == 'image', extra=mine[1:],
-                            group=self.snapshot, head=True)
+                            group=self.snapshot, head=True, record=True)
                 for sender, mine in zip(senders, clients)]
         began = time.monotonic()
         results = await asyncio.gather(*sending, return_exceptions=True)
@@ -245,10 +260,11 @@ class FinalDelta(object):
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
             raise failures[0]
-        # The final snapshot appears on every disk at once, or on none.
+        # Every disk's round ends at once, or none does; B's state at the
+        # resume is recorded after the answer (no snapshot in the pause).
         began = time.monotonic()
         await catchup.commit_group(clients[0][0], self.snapshot, self.specs,
-                                   self.snapshot, release=True)
+                                   self.snapshot, release=True, defer=True)
         self.timings['commit'] = time.monotonic() - began
 
     async def _apply(self):
@@ -304,9 +320,10 @@ class FinalDelta(object):
         """Whole images after the resume: [(spec, at A, at B)] digests.
 
         A's image (its head: the source QEMU has stopped, nothing writes it
-        any more) against B's final snapshot (its state at the resume),
-        which the destination terminal digests; both read whole, in
-        parallel, off the pause. Raises on a timeout or an error.
+        any more) against B's state at the resume (the record of it the
+        destination terminal wrote after the commit, or a final snapshot),
+        which that terminal digests; both read whole, in parallel, off the
+        pause. Raises on a timeout or an error.
         """
         if self._loop is None:
             raise self._failed('not connected (open() was not called)')

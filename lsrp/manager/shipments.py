@@ -61,9 +61,14 @@ def seed_snapshot(ctx, m):
 
 
 def snapshot_prefixes(ctx, m):
-    """Name prefixes of the snapshots the manager made on m's images."""
+    """Name prefixes of the snapshots the manager made on m's images.
+
+    With the final state's (nova_fedex names it ``fedex-final-<id>``: a
+    snapshot at A, a record image ``<image>.fedex-final-<id>`` at B).
+    """
     return sorted({'fedex-%s-' % short(m['id']),
-                   'fedex-%s-' % short(leader(ctx, m)['id'])})
+                   'fedex-%s-' % short(leader(ctx, m)['id']),
+                   'fedex-final-%s' % short(m['id'])})
 
 
 def check_join(ctx, group, source_terminal_id, dest_terminal_id):

@@ -61,6 +61,9 @@ FIELDS = {
     # A cutover's final delta: close the images at the commit (their rbd
     # exclusive lock free for the resumed guest's first write).
     'release': _bool,
+    # ... and B's state at N kept in a record written after the commit's
+    # answer, not in a snapshot inside the pause (lsrp.server.records).
+    'record': _bool, 'defer': _bool,
 }
 
 # --- messages: code -> (name, thesis code, request fields, response fields)
@@ -80,10 +83,12 @@ _MESSAGES = {
     # records it (a device set); ``offset``: where to go on from.
     # ``base_id``/``snapshot_id``: the source's N-1 and N (their ids);
     # ``base_digest``: N-1's digest, sent when asked (BASE_UNPROVEN).
+    # ``record``: keep the state at N in a record, not in snapshot N
+    # (lsrp.server.records: a cutover's final delta).
     0x04: ('REPLICATION_START', 'D4', ('snapshot', 'from_snapshot?', 'size',
                                        'object_size?', 'features?',
                                        'base_id?', 'snapshot_id?',
-                                       'base_digest?'),
+                                       'base_digest?', 'record?'),
            ('offset',)),
     0x05: ('REPLICATION_CHECKSUM', 'D5', ('offset', 'block', 'digests'),
            ('offset', 'differ')),
@@ -124,9 +129,10 @@ _MESSAGES = {
     0x22: ('CTL_REPLICATION_START', 'C2', ('group', 'disks'), ()),
     0x23: ('CTL_TRANSFER_CONFIG_FILE', 'C3', ('name',), ()),
     # phase 'prepare': every disk has its round applied, recorded; 'commit':
-    # snapshot N on every disk of the group, or on none.
+    # snapshot N on every disk of the group, or on none (``defer``: the
+    # records of the rounds started with ``record``, after the answer).
     0x24: ('CTL_GROUP_PREPARE_AND_COMMIT', 'C4',
-           ('group', 'phase', 'disks', 'snapshot', 'release?'),
+           ('group', 'phase', 'disks', 'snapshot', 'release?', 'defer?'),
            ('phase', 'disks')),
     0x25: ('CTL_DELTA_CONSOLIDATION_START', 'C5', ('group', 'disks'), ()),
     0x26: ('CTL_DELTA_CONSOLIDATION_UPDATE', 'C6', ('group',), ()),

@@ -89,7 +89,8 @@ class DiskSender(object):
         self.ordered = None
 
     async def send(self, from_snapshot, snapshot, verify=False, extra=(),
-                   describe=False, group=None, head=False, final=False):
+                   describe=False, group=None, head=False, final=False,
+                   record=False):
         """Returns (changed bytes, bytes on the wire).
 
         ``from_snapshot`` None sends every allocated extent (a full copy);
@@ -103,6 +104,9 @@ class DiskSender(object):
         final delta of a cutover), and name the result ``snapshot`` at the
         destination. ``final``: the last snapshot of a full copy; the
         destination names the image only then (needs ``verify``).
+        ``record``: the destination keeps its state at ``snapshot`` in a
+        record written after the group's deferred commit, not in a snapshot
+        (``lsrp.server.records``; a cutover's final delta).
         """
         conn = self.client.conn
         opened = await conn.request(m.INIT_SESSION, {
@@ -131,6 +135,8 @@ class DiskSender(object):
                                                    image, from_snapshot)
                     if base:
                         start['base_id'] = base
+                if record:
+                    start['record'] = True
                 if describe:
                     info = await asyncio.to_thread(image.info)
                     start.update(object_size=info.object_size,

@@ -7,6 +7,7 @@ sessions opened, attached to, taken over and released; the server
 
 import asyncio
 import collections
+import functools
 import itertools
 import os
 import threading
@@ -220,7 +221,20 @@ class PeerHandler(object):
                      if k in body}
             proof = {k: body[k] for k in ('base_id', 'snapshot_id',
                                           'base_digest') if k in body}
-            offset = await self._sink_op(shared, sink.start,
+            extra = {}
+            if body.get('record'):
+                # B's state at N kept by a record, not a snapshot in the
+                # pause (lsrp.server.records): RBD image sinks only.
+                if not isinstance(sink, sinks.RbdImageSink) or not body.get(
+                        'from_snapshot'):
+                    raise exception.ProtocolError(
+                        code='NOT_ALLOWED', reason='%s: only a round of an '
+                        'image from a snapshot can keep a record' % disk)
+                extra['record'] = True
+                # An earlier attempt's record is replaced only once written.
+                await self.server.record_written(disk, body['snapshot'])
+            offset = await self._sink_op(shared, functools.partial(
+                                             sink.start, **extra),
                                          body['snapshot'],
                                          body.get('from_snapshot'),
                                          body['size'], shared.resume,
@@ -338,6 +352,8 @@ class PeerHandler(object):
             disk, shipment = body['disk'], body['shipment']
             entry = access.check(self.server.state_dir, shipment, disk,
                                  self.peer, verb='read')
+            # A record still being written: read it once complete.
+            await self.server.record_written(disk, body['snapshot'])
             if entry.get('sink') == 'devices' or self.server.cluster is None:
                 raise exception.ProtocolError(
                     code='NOT_ALLOWED', reason='%s of shipment %s is not an '
@@ -406,9 +422,12 @@ class PeerHandler(object):
                 await self._in_thread(self.server.groups.prepare, group,
                                       snapshot, list(members))
             else:
-                await self._in_thread(self.server.groups.commit, group,
-                                      snapshot, {d: s.sink for d, (_, s)
-                                                 in members.items()})
+                pending = await self._in_thread(
+                    self.server.groups.commit, group, snapshot,
+                    {d: s.sink for d, (_, s) in members.items()},
+                    bool(body.get('defer')))
+                if pending:
+                    self.server.write_records(group, snapshot, pending)
                 for disk, (session, _) in members.items():
                     registry.move(disk, session, sessions_mod.COMPLETE)
                 if body.get('release'):

@@ -10,6 +10,7 @@ blocks (librbd): the handler runs them in its worker threads.
 
 from lsrp import digest as digest_mod
 from lsrp import exception
+from lsrp.server import records
 
 # The largest piece a READ_NEXT answer carries (a frame holds 16 MiB).
 PIECE = 4 << 20
@@ -32,9 +33,15 @@ class ImageRead(object):
             try:
                 self._image = self._pool.open_image(name, snapshot=snapshot)
             except exception.SnapshotNotFound:
-                raise exception.ProtocolError(
-                    code='BAD_STATE', reason='%s has no snapshot %s' % (
-                        image_at, snapshot))
+                # A cutover's final state: in its record, once complete.
+                if not records.complete(self._pool, name, snapshot):
+                    raise exception.ProtocolError(
+                        code='BAD_STATE', reason='%s has no snapshot %s, '
+                        'nor a complete record of it (%s)' % (
+                            image_at, snapshot,
+                            records.record_name(name, snapshot)))
+                self._image = self._pool.open_image(
+                    records.record_name(name, snapshot), snapshot=snapshot)
         except BaseException:
             self._pool.close()
             raise

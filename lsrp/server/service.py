@@ -24,6 +24,8 @@ from lsrp.server import session as session_mod
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
+# Seconds between a deferred commit's answer and its records' writes.
+RECORD_DELAY = 0.5
 
 # Moved to lsrp.server.handler and .session; the names stay here for the
 # callers of old.
@@ -61,6 +63,8 @@ class TerminalServer(object):
         self.kept = {}
         self.groups = groups_mod.GroupLog(state_dir)
         self._dropping = {}   # disk -> task rolling a kept round back
+        # (disk, snapshot) -> task writing the record of a deferred commit
+        self._records = {}
 
     async def start(self):
         # Commits a killed terminal left half done are finished first.
@@ -94,6 +98,36 @@ class TerminalServer(object):
             await self._drop(shared, 'the terminal stops')
         await asyncio.gather(*self._dropping.values(),
                              return_exceptions=True)
+
+    # --- records of deferred commits (lsrp.server.records) ----------------
+
+    def write_records(self, group, snapshot, pending):
+        """Write a deferred commit's records once its answer is out.
+
+        They start :data:`RECORD_DELAY` later: the resumed guest's first
+        writes at B go first.
+        """
+        async def write():
+            await asyncio.sleep(RECORD_DELAY)
+            return await asyncio.to_thread(self.groups.record, group,
+                                           pending)
+        task = asyncio.get_running_loop().create_task(write())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        for disk in pending:
+            self._records[(disk, snapshot)] = task
+
+        def forget(_):
+            for disk in pending:
+                if self._records.get((disk, snapshot)) is task:
+                    del self._records[(disk, snapshot)]
+        task.add_done_callback(forget)
+
+    async def record_written(self, disk, snapshot, timeout=300):
+        """Wait for the record of ``disk`` at ``snapshot`` being written."""
+        task = self._records.get((disk, snapshot))
+        if task is not None:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
 
     # --- rounds kept for a resume ------------------------------------------
 

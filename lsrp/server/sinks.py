@@ -20,6 +20,7 @@ from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp.rbd import snaprecord
 from lsrp.server import inflight as inflight_mod
+from lsrp.server import records
 from lsrp import sink
 
 LOG = logging.getLogger(__name__)
@@ -55,6 +56,9 @@ class RbdImageSink(sink.GroupSink):
         self.prepared = None  # N, applied, waiting for its group's commit
         self.target_id = None  # the source's identity of N (proof of N-1)
         self.prepared_digest = None
+        # A round with a record (a cutover's final delta): its blocks, kept
+        # for the record written after the resume (lsrp.server.records).
+        self.journal = None
 
     def close(self):
         if self._image is not None:
@@ -85,7 +89,7 @@ class RbdImageSink(sink.GroupSink):
         self.base, self.started = None, True
 
     def start(self, snapshot, from_snapshot, size, resume=0, image=None,
-              proof=None):
+              proof=None, record=False):
         """Prepare a round N-1 -> N; returns the offset to go on from.
 
         That is ``size`` if N is here already (and its record says it is
@@ -94,6 +98,8 @@ class RbdImageSink(sink.GroupSink):
         from the acknowledgements); else 0. ``proof``: ``base_id``,
         ``snapshot_id`` and ``base_digest`` of REPLICATION_START; N-1 must
         be proven equal to the source's before anything is written.
+        ``record``: keep B's state at N in a record written after the group
+        commit (``commit(defer=True)``), not in snapshot N.
         """
         proof = proof or {}
         if self._image is not None and self._image.snapshot_exists(snapshot):
@@ -117,6 +123,7 @@ class RbdImageSink(sink.GroupSink):
             return resume
         self.round, self.prepared = wanted, None
         self.target_id = proof.get('snapshot_id')
+        self.journal = None
         if from_snapshot is None:
             self._start_full(size)
             return 0
@@ -137,6 +144,10 @@ class RbdImageSink(sink.GroupSink):
             self._rollback(from_snapshot)
         if self._image.size() != size:
             self._image.resize(size)
+        if record:
+            records.prepare(self._pool, self._image, self.name,
+                            from_snapshot, snapshot)
+            self.journal = records.Journal()
         self.base, self.started = from_snapshot, True
         return 0
 
@@ -209,9 +220,13 @@ class RbdImageSink(sink.GroupSink):
 
     def write(self, offset, data):
         self._image.write(offset, data)
+        if self.journal is not None:
+            self.journal.add(offset, data=data)
 
     def zero(self, offset, length):
         self._image.zero(offset, length)
+        if self.journal is not None:
+            self.journal.add(offset, length=length)
 
     def discard(self):
         """Remove the staging image of a first copy that failed.
@@ -315,8 +330,26 @@ class RbdImageSink(sink.GroupSink):
             self._image.close()
         self._image = self.name_open = None
 
-    def commit(self, snapshot):
-        """The group's commit: take snapshot N (again: nothing to do)."""
+    def commit(self, snapshot, defer=False):
+        """The group's commit: take snapshot N (again: nothing to do).
+
+        ``defer`` (a round started with ``record``, its journal whole): no
+        snapshot; the round ends and the record to write after the answer
+        is returned: the arguments of ``lsrp.server.records.write``.
+        """
+        journal, self.journal = self.journal, None
+        if defer and journal is not None and not journal.overflowed:
+            record = (self.cluster, self.pool_name, self.name, snapshot,
+                      journal,
+                      self._image.size(), self.target_id)
+            self._end()
+            self.prepared = None
+            return record
+        if journal is not None:
+            LOG.info('%s: the round to %s wrote more than %d bytes; its '
+                     'snapshot is taken now instead of a record',
+                     self.where, snapshot, journal.limit)
+            records.remove(self._pool, self.name, snapshot)
         if not self._image.snapshot_exists(snapshot):
             # No quiesce round trip: a replica's snapshot is what the
             # source's was; nothing runs on it to quiesce (at a cutover,
@@ -325,9 +358,16 @@ class RbdImageSink(sink.GroupSink):
         self._record(snapshot, self.prepared_digest)
         self._end()
         self.prepared = None
+        return None
 
     def abort(self):
         """The round did not complete: back to N-1."""
+        if self.journal is not None and self.round:
+            self.journal = None
+            try:
+                records.remove(self._pool, self.name, self.round[1])
+            except exception.FedexException as e:
+                LOG.warning('%s: %s', self.where, e)
         if self.started and self.base:
             LOG.warning('%s: round from %s did not complete; rolling back',
                         self.where, self.base)

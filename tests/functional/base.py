@@ -20,6 +20,7 @@ from lsrp import exception
 from lsrp.rbd import Cluster
 from lsrp.sandbox import opts as sandbox_opts
 from lsrp.sandbox import sandbox as sandbox_mod
+from lsrp.server import records
 
 # The sandbox's ports the tests take (offsets from its base port), each
 # range one test module's, since two stestr workers run side by side:
@@ -117,6 +118,9 @@ class FunctionalTestCase(testtools.TestCase):
         with self.sites[site].pool(pool) as p:
             if not p.image_exists(name):
                 return
+            # Records of a final state (lsrp.server.records) are clones of
+            # its snapshots: they go first.
+            records.remove(p, name, prefixes=('',))
             with p.open_image(name) as img:
                 for snap in reversed(img.list_snapshots()):
                     if snap.namespace != 'user':

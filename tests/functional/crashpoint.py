@@ -13,7 +13,9 @@ round is sent and acknowledged), ``client-after-commit`` (lsrp catchup,
 right after the destination took the round's snapshot), ``server-transfer``
 (lsrp-server, after 3 data frames are applied), ``server-commit``
 (lsrp-server, its group commit recorded, before the snapshot),
-``import-write`` (lsrp import, after its first write into the image: there
+``server-record`` (lsrp-server, a cutover's deferred commit answered, before
+its records are written), ``import-write`` (lsrp import, after its first
+write into the image: there
 the process stops itself with SIGSTOP, for the test to break the cluster and
 let it go on with SIGCONT).
 """
@@ -84,6 +86,9 @@ def install(point):
             if state == 'committing':
                 freeze(point)
         groups.GroupLog._save = _save
+    elif point == 'server-record':
+        from lsrp.server import records
+        records.write = lambda *args, **kw: freeze(point)
     elif point == 'import-write':
         import os
         import signal

@@ -4,15 +4,23 @@ What the source compute does inside a cutover's pause, against the two
 real Ceph clusters and a real lsrp-server at site-b: connections opened
 first, then the blocks written since the last catch-up round read from the
 images' heads (no snapshot at site-a), applied and committed as one group
-snapshot at site-b, judged with ``rbd export | sha256sum``.
+at site-b without a snapshot there either: site-b's state at the resume is
+kept by a record written after the commit (``lsrp.server.records``),
+judged with ``rbd export | sha256sum``.
 """
 
 import asyncio
+import json
+import os
+import signal
 import socket
+import time
+from unittest import mock
 
 from lsrp import catchup
 from lsrp import exception
 from lsrp.protocol import messages as m
+from lsrp.server import records
 from nova_fedex import final_delta
 from tests.functional import test_catchup
 
@@ -20,6 +28,10 @@ MiB = 1 << 20
 
 
 class TestFinalDelta(test_catchup.CatchUpTestCase):
+
+    def snapshots(self, spec):
+        return [x['name'] for x in json.loads(self.rbd_cli(
+            'site-b', 'snap', 'ls', '--format', 'json', spec))]
 
     def last_round(self, port, specs, shipment):
         """The manager's last catch-up round before the cutover."""
@@ -72,12 +84,76 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
                          [a != b for _, a, b in differs])
         self.assertEqual(compared[0], differs[0])
         for spec in specs[:1]:
-            self.assertEqual(self.cli_sha256('site-a', spec),
-                             self.cli_sha256('site-b', spec + '@fedex-final'))
-            # No snapshot was taken at site-a inside the "pause".
+            # B's state at the resume: its record, read by rbd itself.
+            self.assertEqual(
+                self.cli_sha256('site-a', spec),
+                self.cli_sha256('site-b',
+                                records.record_spec(spec, 'fedex-final')))
+            # No snapshot was taken inside the "pause", at either site.
             with self.pool().open_image(spec.split('/')[1]) as img:
                 self.assertNotIn('fedex-final',
                                  [s.name for s in img.list_snapshots()])
+            self.assertNotIn('fedex-final', self.snapshots(spec))
+
+    def _cut_over(self, port, specs, shipment):
+        """Last round, writes, the delta applied; returns the FinalDelta."""
+        self.last_round(port, specs, shipment)
+        for seed, spec in enumerate(specs):
+            self.write(spec, count=3, seed=40 + seed)
+        delta = final_delta.FinalDelta(
+            self.sites['site-a'], self.connector(port), shipment, specs,
+            'fedex-final', describe=('terminal-site-b', 'server-1'))
+        delta.open()
+        self.addCleanup(delta.close)
+        delta.apply(120)
+        return delta
+
+    def test_a_terminal_killed_before_its_record_loses_only_the_record(self):
+        specs, shipment = self.seeded_group(1, 16 * MiB)
+        spec = specs[0]
+        name = spec.split('/')[1]
+        proc, port = self._serve(point='server-record')
+        delta = self._cut_over(port, specs, shipment)
+        # The commit was answered (the guest would run at B now); killed
+        # before the record was written.
+        deadline = time.monotonic() + 60
+        while 'CRASHPOINT server-record' not in open(self.server_log).read():
+            self.assertLess(time.monotonic(), deadline, 'never frozen')
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with self.sites['site-b'].pool('vms') as pool:
+            self.assertTrue(pool.image_exists(
+                records.record_name(name, 'fedex-final')))
+        _proc, port = self._serve(port=port)
+        # The head keeps the final state (never rolled back: the guest
+        # runs on it); the unfinished record is gone, and reading it says so.
+        self.assertEqual(self.cli_sha256('site-a', spec),
+                         self.cli_sha256('site-b', spec))
+        with self.sites['site-b'].pool('vms') as pool:
+            self.assertFalse(pool.image_exists(
+                records.record_name(name, 'fedex-final')))
+        e = self.assertRaises(exception.RemoteError, delta.compare, 60)
+        self.assertIn('nor a complete record', str(e))
+
+    def test_a_delta_beyond_the_journal_is_snapshotted_in_the_pause(self):
+        specs, shipment = self.seeded_group(1, 16 * MiB)
+        spec = specs[0]
+
+        async def scenario():
+            async with self.serving() as server:
+                await asyncio.to_thread(self._cut_over, server.port, specs,
+                                        shipment)
+
+        with mock.patch.object(records, 'JOURNAL_LIMIT', 4096):
+            self.run_async(scenario())
+        # The old way: snapshot N at B, no record left behind.
+        self.assertIn('fedex-final', self.snapshots(spec))
+        self.assertEqual(self.cli_sha256('site-a', spec),
+                         self.cli_sha256('site-b', spec + '@fedex-final'))
+        with self.sites['site-b'].pool('vms') as pool:
+            self.assertFalse(pool.image_exists(
+                records.record_name(spec.split('/')[1], 'fedex-final')))
 
     def test_an_unreachable_terminal_is_named_before_the_pause(self):
         specs, shipment = self.seeded_group(1, 8 * MiB)

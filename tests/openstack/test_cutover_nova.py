@@ -32,6 +32,7 @@ from lsrp.manager.db import api as db
 from lsrp.manager import states
 from lsrp.sandbox.services import cloud as cloud_mod
 from lsrp.sandbox.services import guest_reader
+from lsrp.server import records
 from tests.functional.manager import base
 from tests.openstack import api_fixtures as fx
 
@@ -262,7 +263,8 @@ class TestNovaCutover(CutoverTestCase):
         left = poll_a.changes[-1][0]
         arrived = [t for t, c in poll_b.changes if c > last_a]
         pause = arrived[0] - left if arrived else None
-        # Bit-exact: A's image (its QEMU stopped) and B's final snapshot.
+        # Bit-exact: A's image (its QEMU stopped) and B's state at the
+        # resume (its record: lsrp.server.records), read by rbd itself.
         m = [x for x in db.list_(self.ctx, 'migration')
              if any(s['server_id'] == sid for s in x['servers'])][0]
         mid = m['id']
@@ -270,7 +272,14 @@ class TestNovaCutover(CutoverTestCase):
         self.assertEqual(
             self.sandbox.site('site-a').export_sha256(spec),
             self.sandbox.site('site-b').export_sha256(
-                '%s@fedex-final-%s' % (spec, mid[:8])))
+                records.record_spec(spec, 'fedex-final-%s' % mid[:8])))
+        # No snapshot was taken at B in the pause.
+        site_b = self.sandbox.site('site-b')
+        self.assertNotIn('fedex-final-%s' % mid[:8], [s['name'] for s in json.loads(
+            subprocess.run(['rbd', '-c', site_b.conf, '--keyring',
+                            site_b.keyring, 'snap', 'ls', '--format', 'json',
+                            spec], capture_output=True, text=True,
+                           check=True).stdout)])
         # nova_fedex compared the whole images itself after the resume.
         self.dep.wait(lambda: any('nova: final_state_' in e
                                   for e in self.events(m)), 300,

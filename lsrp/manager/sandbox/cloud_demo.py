@@ -36,6 +36,7 @@ from lsrp.manager.sandbox import event_follower
 from lsrp.manager import states
 from lsrp.rbd import Cluster
 from lsrp.sandbox.services import guest_reader
+from lsrp.server import records
 
 MiB = 1 << 20
 SITE_A_HOST = 'site-a-h1'
@@ -219,16 +220,19 @@ class CloudDemo(object):
             range(ring[0].counter, ring[-1].counter + 1)) if ring else False
 
         # Bit-exact: A's images (the source QEMU stopped: final) against
-        # the snapshot the final delta left at B.
+        # B's state at the resume: the record the destination terminal
+        # wrote of it after the final delta (lsrp.server.records).
         final = 'fedex-final-%s' % m['id'][:8]
         equal = {}
         for label, spec in (('root', 'vms/%s' % root),
                             ('volume', 'volumes/%s' % vname)):
             a = self.sb.site('site-a').export_sha256(spec)
-            b = self.sb.site('site-b').export_sha256('%s@%s' % (spec, final))
+            b = self.sb.site('site-b').export_sha256(
+                records.record_spec(spec, final))
             equal[label] = a == b
-            out('  sha256 %-6s A %s  B@%s %s  %s' % (
-                label, a[:16], final, b[:16], 'equal' if a == b else 'DIFFER'))
+            out('  sha256 %-6s A %s  B %s %s  %s' % (
+                label, a[:16], records.record_spec(spec, final), b[:16],
+                'equal' if a == b else 'DIFFER'))
         # nova_fedex's own comparison after the resume (whole images, A's
         # final state against B's at the resume): its event.
         checked = self._final_state_event(m)

@@ -29,6 +29,7 @@ from lsrp import exception
 from lsrp.manager import keys as keys_mod
 from lsrp import progress as progress_mod
 from lsrp.protocol import sender as sender_mod
+from lsrp.server import records
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)
@@ -280,13 +281,19 @@ def _prefixes(params):
 
 
 def remove_snapshots(terminal, params, progress):
-    """Remove snapshots named with ``prefix``(es) from ``images``."""
+    """Remove snapshots named with ``prefix``(es) from ``images``.
+
+    And the records of final states (``lsrp.server.records``) first: they
+    are clones of these snapshots.
+    """
     cluster = terminal.cluster()
     prefixes = _prefixes(params)
     removed = []
     for spec in params['images']:
         pool, name = spec.split('/', 1)
         try:
+            with cluster.pool(pool) as p:
+                removed += records.remove(p, name, prefixes=prefixes)
             with cluster.pool(pool) as p, p.open_image(name) as img:
                 for snap in img.list_snapshots():
                     if snap.namespace != 'user' or not snap.name.startswith(
@@ -315,6 +322,7 @@ def remove_images(terminal, params, progress):
         with cluster.pool(pool) as p:
             if not p.image_exists(name):
                 continue
+            removed += records.remove(p, name, prefixes=prefixes)
             with p.open_image(name) as img:
                 snaps = [x for x in img.list_snapshots()
                          if x.namespace == 'user']
