@@ -112,6 +112,10 @@ class _Cutover(object):
         self.was_paused = was_paused
         self.delta = None
         self.peer = None          # libvirt connection to the destination
+        # ... and one to this host's libvirt, for the check inside the
+        # pause: Nova's own goes through eventlet's tpool, whose answer a
+        # thread outside the hub waited up to 0.2 s for.
+        self.local = None
         self.refused = None       # why the guest proxy did not migrate
         self.migrating = False    # libvirt's migration call was made
         self.flags = None         # the flags the migration ran with
@@ -141,11 +145,13 @@ class _Cutover(object):
             cluster = getattr(self.delta, 'owned_cluster', None)
             if cluster is not None:
                 cluster.close()
-        if self.peer is not None:
+        for conn in (self.peer, self.local):
+            if conn is None:
+                continue
             try:
-                self.peer.close()
+                conn.close()
             except Exception as e:
-                LOG.debug('closing the destination connection: %s', e)
+                LOG.debug('closing a libvirt connection: %s', e)
 
 
 class _FedexGuest(object):
@@ -478,6 +484,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             addr = migrate_data.target_connect_addr or dest
             cutover.peer = self._fedex_connect_peer(
                 self._live_migration_uri(addr))
+            cutover.local = self._fedex_connect_peer(self._uri())
         except Exception:
             cutover.close()
             raise
@@ -575,7 +582,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         cutover.reports.append(('paused_at_destination', {
             'trigger': cutover.trigger, 'at': time.time()}))
         try:
-            self._fedex_wait_source_stopped(instance)
+            self._fedex_wait_source_stopped(instance, conn=cutover.local)
             cutover.delta.apply(CONF.fedex.final_delta_timeout)
         except Exception as e:
             LOG.error('FedEx: cutover fails before the resume: %s; moving '
@@ -719,15 +726,16 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                       'see doc/source/nova.rst', e, instance=instance)
             return None
 
-    def _fedex_wait_source_stopped(self, instance, timeout=10):
+    def _fedex_wait_source_stopped(self, instance, timeout=10, conn=None):
         """The source guest's vCPUs are stopped (paused or gone).
 
         A check, not the proof: that is the destination's end of the
         incoming migration or libvirt's call returning (_fedex_watch).
+        ``conn``: a libvirt connection of this thread's own.
         """
         deadline = time.monotonic() + timeout
         # Every 10 ms: the guest waits paused at B meanwhile.
-        while self._fedex_source_running(instance):
+        while self._fedex_source_running(instance, conn):
             if time.monotonic() > deadline:
                 raise exception.CutoverError(
                     server=instance.uuid, migration='?', reason='libvirt '
@@ -735,8 +743,18 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                     'still runs')
             time.sleep(0.01)
 
-    def _fedex_source_running(self, instance):
+    def _fedex_source_running(self, instance, conn=None):
         """Whether the source guest's vCPUs run (not when paused or gone)."""
+        if conn is not None:
+            lv = _libvirt()
+            try:
+                dom = conn.lookupByUUIDString(instance.uuid)
+                return bool(dom.isActive()) and (
+                    dom.state()[0] == lv.VIR_DOMAIN_RUNNING)
+            except lv.libvirtError as e:
+                if e.get_error_code() == lv.VIR_ERR_NO_DOMAIN:
+                    return False
+                raise
         try:
             guest = self._host.get_guest(instance)
             return bool(guest.is_active()) and guest.get_power_state(

@@ -43,6 +43,10 @@ class TestEndToEnd(base.ManagerTestCase):
         self.assert_converged(m)
         actions.migration_cleanup(self.ctx, m['id'])
         self.wait_state(m, states.CLEANED)
+        # The cleanup removed our snapshots at both sites.
+        self.assert_no_snapshots_of_ours(_images(m, 'source_image'))
+        self.assert_no_snapshots_of_ours(_images(m, 'dest_image'),
+                                         site='site-b')
         s = actions.shipment_list(self.ctx)[0]
         self.assertEqual('ERASED', s['state'])
         self.key_destroyed(s)
@@ -57,3 +61,8 @@ class TestEndToEnd(base.ManagerTestCase):
         self.wait_state(m, states.ABORTED, timeout=120)
         # The VM is untouched: its images are there, without our snapshots.
         self.assert_cleaned_up_after_abort(specs)
+
+
+def _images(m, key):
+    """The migration's images at one site (source_image, dest_image)."""
+    return [v[key] for v in m['volumes']]
