@@ -9,9 +9,12 @@ Prints, for the same image in the same run:
     (``mkfs.ext4 -d``, then ``rbd import``): ``--pairs`` pairs of our export
     to 3 devices (compression (LZ4), encryption, parity) and ``rbd export
     <image>@<snap> <file>``, and of our import and ``rbd import <file>``;
-    the median of the per-pair wall-time ratios (target <= 1.0), the
-    import with ``--verify-readback`` separately, and CPU seconds (user +
-    system) of each command as the coarse profile;
+    the median of the per-pair wall-time ratios (target <= 1.0), beside
+    them ``rbd export`` with its ``sync`` (ours writes O_DIRECT) and ``rbd
+    import`` of the file read from the disk (page cache dropped: ours reads
+    its devices O_DIRECT), the import with ``--verify-readback``
+    separately, and CPU seconds (user + system) of each command as the
+    coarse profile;
   * image / sparse: the same on an image of random 4 MiB pieces and on a
     sparse one (0.1 % written): peak RSS (target <= 300 MB, flat in size);
   * a flock of clones of a template, each with distinct writes: bytes on the
@@ -49,6 +52,13 @@ from lsrp.sandbox import sandbox as sandbox_mod
 
 MiB, GiB = 1 << 20, 1 << 30
 BIN = os.path.dirname(sys.executable)
+
+
+def drop_page_cache():
+    """Written back and dropped: the next read of a file is from the disk."""
+    subprocess.run(['sync'], check=True)
+    with open('/proc/sys/vm/drop_caches', 'w') as f:
+        f.write('1\n')
 
 
 def run(cmd, stdout=None):
@@ -289,6 +299,13 @@ class Bench(object):
             digest = seal.stdout.split()[-1]
             t_rimp, _, c_rimp = run(self.rbd(self.b, 'import', ref_file,
                                              'vms/%s-ref' % name))
+            self.remove('b', name + '-ref')
+            # rbd export's file was still in the page cache; our import
+            # reads its devices with O_DIRECT, from the disk. The same import
+            # again with the file read from the disk too.
+            drop_page_cache()
+            t_rimp_cold = run(self.rbd(self.b, 'import', ref_file,
+                                       'vms/%s-ref' % name))[0]
             os.unlink(ref_file)
             self.remove('b', name + '-ref')
             imp = self.lsrp('import', *self.devices(ship), '--expect-digest',
@@ -305,15 +322,17 @@ class Bench(object):
             shutil.rmtree(os.path.join(self.work, ship))
             rows.append(dict(
                 rexp=t_rexp, sync=t_sync, exp=t_exp, rimp=t_rimp, imp=t_imp,
+                rimp_cold=t_rimp_cold,
                 rb=t_rb, rss_exp=rss_exp, rss_imp=rss_imp, rss_rb=rss_rb,
                 c_rexp=c_rexp, c_exp=c_exp, c_rimp=c_rimp, c_imp=c_imp,
                 c_rb=c_rb, dev=on_devices))
             print('fs pair %d: export %.1f s (cpu %.1f) vs rbd export %.1f s '
                   '(cpu %.1f, +sync %.1f s); import %.1f s (cpu %.1f) vs rbd '
-                  'import %.1f s (cpu %.1f); import with read-back %.1f s; '
-                  'load %.1f' % (i + 1, t_exp, c_exp, t_rexp, c_rexp, t_sync,
-                                 t_imp, c_imp, t_rimp, c_rimp, t_rb,
-                                 os.getloadavg()[0]))
+                  'import %.1f s (cpu %.1f, from a cold file %.1f s); import '
+                  'with read-back %.1f s; load %.1f' % (
+                      i + 1, t_exp, c_exp, t_rexp, c_rexp, t_sync, t_imp,
+                      c_imp, t_rimp, c_rimp, t_rimp_cold, t_rb,
+                      os.getloadavg()[0]))
             sys.stdout.flush()
 
         def med(fn):
@@ -334,9 +353,12 @@ class Bench(object):
                   med(lambda r: r['exp'] / (r['rexp'] + r['sync'])),
                   rss('rss_exp')))
         print('fs         import %6.1f s vs rbd import %6.1f s: ratio %.2f '
-              '(target <= 1.0); %s' % (
+              '(target <= 1.0); vs rbd import from a cold file: ratio %.2f; '
+              '%s' % (
                   med(lambda r: r['imp']), med(lambda r: r['rimp']),
-                  med(lambda r: r['imp'] / r['rimp']), rss('rss_imp')))
+                  med(lambda r: r['imp'] / r['rimp']),
+                  med(lambda r: r['imp'] / r['rimp_cold']),
+                  rss('rss_imp')))
         if 'readback' not in args.skip:
             print('fs         import --verify-readback %6.1f s: ratio %.2f to '
                   'rbd import; %s' % (
