@@ -169,6 +169,17 @@ class CatchUpTestCase(base.FunctionalTestCase):
                           % (line, f.read()))
         return proc, port
 
+    def wait_for_server_point(self, proc, point, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(self.server_log) as f:
+                if 'CRASHPOINT %s' % point in f.read():
+                    os.kill(proc.pid, signal.SIGKILL)
+                    self.assertEqual(-signal.SIGKILL, proc.wait())
+                    return
+            time.sleep(0.05)
+        self.fail('lsrp-server never reached %s' % point)
+
     def run_async(self, coro):
         return asyncio.run(coro)
 

@@ -85,17 +85,6 @@ class CrashTestCase(test_catchup.CatchUpTestCase):
         proc, _ = self._serve(port=port, point=point)
         return proc
 
-    def wait_for_server_point(self, proc, point, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with open(self.server_log) as f:
-                if 'CRASHPOINT %s' % point in f.read():
-                    os.kill(proc.pid, signal.SIGKILL)
-                    self.assertEqual(-signal.SIGKILL, proc.wait())
-                    return
-            time.sleep(0.05)
-        self.fail('lsrp-server never reached %s' % point)
-
     def snaps(self, site, spec):
         return [s['name'] for s in json.loads(self.rbd_cli(
             site, 'snap', 'ls', '--format', 'json', spec))]

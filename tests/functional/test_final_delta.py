@@ -11,10 +11,7 @@ judged with ``rbd export | sha256sum``.
 
 import asyncio
 import json
-import os
-import signal
 import socket
-import time
 from unittest import mock
 
 from lsrp import catchup
@@ -116,12 +113,7 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
         delta = self._cut_over(port, specs, shipment)
         # The commit was answered (the guest would run at B now); killed
         # before the record was written.
-        deadline = time.monotonic() + 60
-        while 'CRASHPOINT server-record' not in open(self.server_log).read():
-            self.assertLess(time.monotonic(), deadline, 'never frozen')
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        self.wait_for_server_point(proc, 'server-record')
         with self.sites['site-b'].pool('vms') as pool:
             self.assertTrue(pool.image_exists(
                 records.record_name(name, 'fedex-final')))
