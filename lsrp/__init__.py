@@ -1,10 +1,12 @@
-"""LSRP: the LAN Storage Replication Protocol and its terminal-node service.
+"""The storage engine of Migration over FedEx and its terminal service.
 
-Sub-packages:
-
-* :mod:`lsrp.rbd` - the only code that talks to librados/librbd.
-* :mod:`lsrp.sandbox` - the local two-site Ceph environment used by tests and
-  demos (``fedex-sandbox``).
+The engine moves RBD images between two Ceph clusters: onto shipping
+devices and back (:mod:`lsrp.device`), over LSRP, the LAN Storage
+Replication Protocol (:mod:`lsrp.protocol`), in WAN catch-up rounds
+(:mod:`lsrp.catchup`); :mod:`lsrp.server` is the terminal service
+(``lsrp-server``) and :mod:`lsrp.rbd` the only code that talks to
+librados/librbd. It imports nothing of the shipment manager
+(:mod:`fedex_manager`) nor of the sandbox (:mod:`fedex_sandbox`).
 """
 
 import os

@@ -245,7 +245,7 @@ class TerminalRefused(FedexException):
     message = "terminal %(peer)s: %(reason)s"
 
 
-# --- the shipment manager (lsrp/manager) --------------------------------------
+# --- the shipment manager (fedex_manager) --------------------------------------
 
 class ManagerError(FedexException):
     message = "manager: %(reason)s"

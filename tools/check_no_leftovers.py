@@ -9,8 +9,8 @@ its command line or environment, or anything listens on the sandbox's first
 import os
 import sys
 
-from lsrp.sandbox import opts
-from lsrp.sandbox import processes
+from fedex_sandbox import opts
+from fedex_sandbox import processes
 
 
 def main():

@@ -15,7 +15,7 @@ APT_PACKAGES=(ceph ceph-common python3-rados python3-rbd time iproute2
               python3-venv python3-dev git
               # Offline checks of devstack/, the browser tests.
               shellcheck bats chromium chromium-driver
-              # The sandbox's shared services (lsrp/sandbox/services).
+              # The sandbox's shared services (fedex_sandbox/services).
               mariadb-server rabbitmq-server zookeeper default-jre-headless
               # mysqlclient's build (fedex-api's C MySQL driver).
               libmariadb-dev pkg-config)
@@ -74,7 +74,7 @@ fi
 # mysqlclient (the C MySQL driver, GPL-2.0) is no requirement of this
 # Apache-2.0 project: a deployment picks its driver in [database]
 # connection. The sandbox's fedex-api uses it when its virtualenv has it
-# (lsrp/manager/api/sandbox.py; a list costs a third less CPU).
+# (fedex_sandbox/manager/api_service.py; a list costs a third less CPU).
 .venv/bin/python -m pip install -q -c upper-constraints.txt mysqlclient
 .venv/bin/python tools/link_ceph_bindings.py
 .venv/bin/python -c 'import rados, rbd' \

@@ -10,7 +10,7 @@ import sys
 
 from automaton.converters import pydot as automaton_pydot
 
-from lsrp.manager import states
+from fedex_manager import states
 
 OUT = os.path.join(os.path.dirname(__file__), '..', 'doc', 'source',
                    'images')

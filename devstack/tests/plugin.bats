@@ -52,7 +52,7 @@ not_called() {
     called install_package ceph-common python3-rados python3-rbd
     called setup_develop "$REPO"
     called python "$REPO/tools/link_ceph_bindings.py"
-    called python -c "import nova_fedex.dashboard"
+    called python -c "import fedex_dashboard"
 }
 
 @test "install: no dashboard check when fedex-horizon is disabled" {
@@ -91,7 +91,7 @@ not_called() {
     called recreate_database fedex
     called configure_keystone_authtoken_middleware "$conf" fedex
     called write_uwsgi_config "$BATS_TEST_TMPDIR/etc/fedex/fedex-api-uwsgi.ini" \
-        lsrp.manager.api.wsgi:application /vm-shipping "" fedex-api
+        fedex_manager.api.wsgi:application /vm-shipping "" fedex-api
     called create_service_user fedex admin
     called get_or_create_role fedex_operator
     called get_or_create_service fedex vm-shipping "Migration over FedEx"
@@ -126,7 +126,7 @@ not_called() {
     phase stack post-config
     local enabled=$HORIZON_DIR/openstack_dashboard/local/enabled
     local n=0 f
-    for f in "$REPO"/nova_fedex/dashboard/enabled/_[0-9]*.py; do
+    for f in "$REPO"/fedex_dashboard/enabled/_[0-9]*.py; do
         [ -L "$enabled/$(basename "$f")" ]
         [ "$(readlink "$enabled/$(basename "$f")")" = "$f" ]
         n=$((n + 1))

@@ -38,18 +38,18 @@ import psutil
 import requests
 import sqlalchemy as sa
 
-from lsrp.manager.db import api as db
-from lsrp.manager.db import migration as db_migration
-from lsrp.manager.db import models
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_manager.db import api as db
+from fedex_manager.db import migration as db_migration
+from fedex_manager.db import models
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
 
 PORT_OFFSET = 690
 
 
 def default_database():
     """The bench database on the sandbox's MariaDB, and MariaDB's pid."""
-    from lsrp.sandbox.services import shared
+    from fedex_sandbox.services import shared
     services = shared.SharedServices.from_env()
     services.create_database('fedex_bench')
     return (services.database_url('fedex_bench'),

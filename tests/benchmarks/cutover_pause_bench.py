@@ -50,9 +50,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from lsrp.manager.flows.tasks import cutover as cutover_tasks  # noqa: E402
-from lsrp.sandbox.services import guest as guest_mod  # noqa: E402
-from lsrp.sandbox.services import guest_reader  # noqa: E402
+from fedex_manager.flows.tasks import cutover as cutover_tasks  # noqa: E402
+from fedex_sandbox.services import guest as guest_mod  # noqa: E402
+from fedex_sandbox.services import guest_reader  # noqa: E402
 from tests.openstack import test_cutover_nova as base  # noqa: E402
 
 ARGS = None
@@ -301,14 +301,14 @@ class CutoverPauseBench(base.TestNovaCutover):
         return proc
 
     def dep_migrations(self, sid):
-        from lsrp.manager.db import api as db
+        from fedex_manager.db import api as db
         found = db.list_(self.ctx, 'migration', sort_key='created_at',
                          sort_dir='desc')
         return [x for x in found
                 if any(s['server_id'] == sid for s in x['servers'])]
 
     def event_rows(self, m):
-        from lsrp.manager import actions
+        from fedex_manager import actions
         return actions.events_query(self.ctx, migration=m['id'], limit=1000)
 
 

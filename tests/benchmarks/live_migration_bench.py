@@ -25,9 +25,9 @@ import time
 
 import rados
 
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import sandbox as sandbox_mod
-from lsrp.sandbox.services import guest_reader
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
+from fedex_sandbox.services import guest_reader
 
 
 def main():

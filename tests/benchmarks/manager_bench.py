@@ -37,18 +37,18 @@ import uuid
 
 from oslo_config import cfg
 
-from lsrp.manager import actions
-from lsrp.manager import conductor
-from lsrp.manager import context
-from lsrp.manager.db import api as db
-from lsrp.manager import deploy
-from lsrp.manager import jobs
-from lsrp.manager import opts
-from lsrp.manager import rpc
-from lsrp.manager import states
+from fedex_manager import actions
+from fedex_manager import conductor
+from fedex_manager import context
+from fedex_manager.db import api as db
+from fedex_sandbox.manager import deploy
+from fedex_manager import jobs
+from fedex_manager import opts
+from fedex_manager import rpc
+from fedex_manager import states
 from lsrp.rbd import Cluster
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
 
 MiB = 1 << 20
 BIN = os.path.dirname(sys.executable)

@@ -47,8 +47,8 @@ from pyeclib import ec_iface
 import zstandard
 
 from lsrp.rbd import Cluster
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
 
 MiB, GiB = 1 << 20, 1 << 30
 BIN = os.path.dirname(sys.executable)

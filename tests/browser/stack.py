@@ -7,9 +7,9 @@ Nothing is started here: ``tox -e browser`` runs ``fedex-sandbox up
   :mod:`tests.openstack.api_fixtures` (their one home);
 * fedex-api on the sandbox's port +280, on the sandbox manager's database
   and jobboard: what is created through it is driven by the sandbox's
-  fedex-conductor and terminal agents (lsrp.manager.sandbox);
+  fedex-conductor and terminal agents (fedex_sandbox.manager);
 * Horizon with the plugin under uwsgi on port +281
-  (lsrp.sandbox.services.horizon).
+  (fedex_sandbox.services.horizon).
 
 Here: the check that all of it runs, the personas, and the Ceph clusters
 of both sites (the tests' "servers" are RBD images at site-a).
@@ -17,10 +17,10 @@ of both sites (the tests' "servers" are RBD images at site-a).
 
 import os
 
-from lsrp.manager import sandbox as manager_sandbox
+from fedex_sandbox import manager as manager_sandbox
 from lsrp.rbd import Cluster
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
 from tests.openstack import api_fixtures as fx
 from tests.openstack import keystone_access
 

@@ -24,8 +24,8 @@ import time
 import uuid
 
 from lsrp import exception
-from lsrp.sandbox import demo
-from lsrp.sandbox.services import guest_reader
+from fedex_sandbox import demo
+from fedex_sandbox.services import guest_reader
 from lsrp.server import records
 from tests.browser import base
 

@@ -18,8 +18,8 @@ import testtools
 
 from lsrp import exception
 from lsrp.rbd import Cluster
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
 from lsrp.server import records
 
 # The sandbox's ports the tests take (offsets from its base port), each

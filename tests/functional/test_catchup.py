@@ -31,7 +31,7 @@ from lsrp.device import remote
 from lsrp import exception
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
-from lsrp.sandbox import wan
+from fedex_sandbox import wan
 from lsrp.server import service
 from lsrp import tls
 from tests.functional import base

@@ -3,7 +3,7 @@ snapshots of a real RBD image, and agrees with ``rbd diff``."""
 
 import time
 
-from lsrp.manager import planner
+from fedex_manager import planner
 from tests.functional import base
 
 MiB = 1 << 20

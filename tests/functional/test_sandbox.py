@@ -16,8 +16,8 @@ import fixtures
 import testtools
 
 from lsrp import exception
-from lsrp.sandbox import processes
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_sandbox import processes
+from fedex_sandbox import sandbox as sandbox_mod
 from tests.functional import base
 
 

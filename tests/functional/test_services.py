@@ -10,7 +10,7 @@ import struct
 import subprocess
 import urllib.parse
 
-from lsrp.sandbox.services import shared as shared_mod
+from fedex_sandbox.services import shared as shared_mod
 from tests.functional import base
 
 

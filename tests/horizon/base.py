@@ -51,8 +51,8 @@ def events():
 def round_event(ident, number, changed):
     """A catch-up round's event as the manager writes it.
 
-    lsrp.manager.flows.tasks.rounds.one_round: kind ``progress``, its message, and
-    the terminal's report as details (lsrp.manager.terminal.ops._round).
+    fedex_manager.flows.tasks.rounds.one_round: kind ``progress``, its message, and
+    the terminal's report as details (fedex_manager.agent.ops._round).
     """
     wire = changed * 3 // 4
     return {'id': ident, 'kind': 'progress',

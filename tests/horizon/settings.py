@@ -7,7 +7,7 @@ from openstack_dashboard.test.settings import *  # noqa: F401,F403
 from openstack_dashboard.test import settings as base
 from openstack_dashboard.utils import settings as settings_utils
 
-from nova_fedex.dashboard import enabled as fedex_enabled
+from fedex_dashboard import enabled as fedex_enabled
 
 # Redo Horizon's update_dashboards with both directories (it cannot be
 # called twice on the same configuration).

@@ -8,7 +8,7 @@ import threading
 import unittest
 from unittest import mock
 
-from nova_fedex.dashboard.api import fedex
+from fedex_dashboard.api import fedex
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

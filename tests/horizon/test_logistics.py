@@ -4,10 +4,10 @@ from unittest import mock
 
 from django import urls
 
-from nova_fedex.dashboard.api import fedex
+from fedex_dashboard.api import fedex
 from tests.horizon import base
 
-API = 'nova_fedex.dashboard.api.fedex.'
+API = 'fedex_dashboard.api.fedex.'
 SHIPMENTS = urls.reverse_lazy('horizon:admin:fedex_shipments:index')
 DEVICES = urls.reverse_lazy('horizon:admin:fedex_devices:index')
 

@@ -1,14 +1,14 @@
 """The migrations panels, with fedex-api replaced by mocks of the
-dashboard's API module (nova_fedex.dashboard.api.fedex)."""
+dashboard's API module (fedex_dashboard.api.fedex)."""
 
 from unittest import mock
 
 from django import urls
 
-from nova_fedex.dashboard.api import fedex
+from fedex_dashboard.api import fedex
 from tests.horizon import base
 
-API = 'nova_fedex.dashboard.api.fedex.'
+API = 'fedex_dashboard.api.fedex.'
 INDEX = urls.reverse_lazy('horizon:project:fedex_migrations:index')
 CREATE = urls.reverse_lazy('horizon:project:fedex_migrations:create')
 

@@ -21,7 +21,7 @@ from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 from keystoneclient.v3 import client as ks_client
 
-from lsrp.sandbox import sandbox as sandbox_mod
+from fedex_sandbox import sandbox as sandbox_mod
 
 SERVICE_TYPE = 'vm-shipping'
 PASSWORD = 'fedex-test-secret'

@@ -11,10 +11,10 @@ import time
 import rados
 import testtools
 
-from lsrp.sandbox import opts as sandbox_opts
-from lsrp.sandbox import processes
-from lsrp.sandbox import sandbox as sandbox_mod
-from lsrp.sandbox.services import guest_reader
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import processes
+from fedex_sandbox import sandbox as sandbox_mod
+from fedex_sandbox.services import guest_reader
 
 SANDBOX_DIR = os.environ.get(sandbox_opts.DIR_ENV, sandbox_opts.DEFAULT_DIR)
 

@@ -9,8 +9,8 @@ already up is used as it is.
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 
-from lsrp.sandbox import sandbox as sandbox_mod
-from lsrp.sandbox.services import cloud as cloud_mod
+from fedex_sandbox import sandbox as sandbox_mod
+from fedex_sandbox.services import cloud as cloud_mod
 from tests.functional import base
 
 _cloud = None

@@ -27,11 +27,11 @@ from xml.etree import ElementTree as etree
 
 from oslo_config import cfg
 
-from lsrp.manager import actions
-from lsrp.manager.db import api as db
-from lsrp.manager import states
-from lsrp.sandbox.services import cloud as cloud_mod
-from lsrp.sandbox.services import guest_reader
+from fedex_manager import actions
+from fedex_manager.db import api as db
+from fedex_manager import states
+from fedex_sandbox.services import cloud as cloud_mod
+from fedex_sandbox.services import guest_reader
 from lsrp.server import records
 from tests.functional.manager import base
 from tests.openstack import api_fixtures as fx

@@ -19,8 +19,8 @@ import subprocess
 
 import rbd
 
-from lsrp.manager.db import api as db
-from lsrp.manager import states
+from fedex_manager.db import api as db
+from fedex_manager import states
 from tests.openstack import test_cutover_nova as nova_t
 
 MiB = 1 << 20
@@ -77,7 +77,7 @@ class TestVolumeCutover(nova_t.CutoverTestCase):
         from keystoneauth1.identity import v3
         from keystoneauth1 import session
 
-        from lsrp.manager import cinder
+        from fedex_manager import cinder
         admin = self.cloud.credentials()['fedex-admin']
         auth = v3.Password(**{k: admin[k] for k in (
             'auth_url', 'username', 'password', 'project_name',

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from xml.etree import ElementTree as etree
 
-from lsrp.manager.sandbox import cloud_demo
+from fedex_sandbox.manager import cloud_demo
 from tests.openstack import base
 
 MiB = 1 << 20

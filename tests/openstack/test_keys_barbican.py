@@ -18,10 +18,10 @@ from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 
 from lsrp import exception
-from lsrp.manager import actions
-from lsrp.manager.db import api as db
-from lsrp.manager import keys
-from lsrp.manager import states
+from fedex_manager import actions
+from fedex_manager.db import api as db
+from fedex_manager import keys
+from fedex_manager import states
 from tests.functional.manager import base as manager_base
 from tests.openstack import base as cloud_base
 

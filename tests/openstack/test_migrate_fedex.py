@@ -17,7 +17,7 @@ import json
 import os
 import subprocess
 
-from lsrp.manager import states
+from fedex_manager import states
 from tests.functional.manager import base
 from tests.openstack import api_fixtures as fx
 from tests.openstack import keystone_access

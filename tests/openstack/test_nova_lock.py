@@ -9,9 +9,9 @@ locked server and checks the lock is gone once COMPLETED).
 
 import rbd
 
-from lsrp.manager.db import api as db
-from lsrp.manager import nova_lock
-from lsrp.manager import states
+from fedex_manager.db import api as db
+from fedex_manager import nova_lock
+from fedex_manager import states
 from tests.openstack import test_cutover_nova as base
 
 

@@ -15,9 +15,9 @@ import json
 import os
 import subprocess
 
-from lsrp.manager import actions
-from lsrp.manager.sandbox import cloud_demo
-from lsrp.manager import states
+from fedex_manager import actions
+from fedex_sandbox.manager import cloud_demo
+from fedex_manager import states
 from tests.openstack import base
 
 MiB = 1 << 20

@@ -14,7 +14,7 @@ from docutils.parsers.rst import Directive
 from docutils.parsers.rst import directives
 
 MODULES = {'lsrp': 'lsrp.cli', 'lsrp-server': 'lsrp.server.cli',
-           'fedex-sandbox': 'lsrp.sandbox.cli'}
+           'fedex-sandbox': 'fedex_sandbox.cli'}
 COMMAND = re.compile(r'^  ([a-z][\w-]*)  ', re.M)
 
 

@@ -14,17 +14,17 @@ import uuid
 from oslo_config import cfg
 
 from lsrp import exception
-from lsrp.manager import actions
-from lsrp.manager import conductor
-from lsrp.manager import context
-from lsrp.manager.db import api as db
-from lsrp.manager import deploy
-from lsrp.manager import jobs
-from lsrp.manager import keys
-from lsrp.manager import opts
-from lsrp.manager import rpc
-from lsrp.manager import states
-from lsrp.sandbox import demo
+from fedex_manager import actions
+from fedex_manager import conductor
+from fedex_manager import context
+from fedex_manager.db import api as db
+from fedex_sandbox.manager import deploy
+from fedex_manager import jobs
+from fedex_manager import keys
+from fedex_manager import opts
+from fedex_manager import rpc
+from fedex_manager import states
+from fedex_sandbox import demo
 from tests.functional import base
 
 CONF = cfg.CONF

@@ -5,12 +5,12 @@ import time
 import uuid
 
 from lsrp import exception
-from lsrp.manager import actions
-from lsrp.manager.db import api as db
-from lsrp.manager import rpc
-from lsrp.manager import states
-from lsrp.sandbox.services import base as svc_base
-from lsrp.sandbox.services import shared
+from fedex_manager import actions
+from fedex_manager.db import api as db
+from fedex_manager import rpc
+from fedex_manager import states
+from fedex_sandbox.services import base as svc_base
+from fedex_sandbox.services import shared
 from tests.functional.manager import base
 
 

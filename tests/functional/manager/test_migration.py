@@ -2,9 +2,9 @@
 sandbox (MariaDB, RabbitMQ, ZooKeeper, two Ceph clusters), with a writer
 changing the images, and survive kill -9 of what runs them."""
 
-from lsrp.manager import actions
-from lsrp.manager.db import api as db
-from lsrp.manager import states
+from fedex_manager import actions
+from fedex_manager.db import api as db
+from fedex_manager import states
 from tests.functional.manager import base
 
 

@@ -6,10 +6,10 @@ sites)."""
 
 import os
 
-from lsrp.manager import actions
-from lsrp.manager.db import api as db
-from lsrp.manager import states
-from lsrp.sandbox import demo
+from fedex_manager import actions
+from fedex_manager.db import api as db
+from fedex_manager import states
+from fedex_sandbox import demo
 from tests.functional.manager import base
 
 MiB = base.MiB

@@ -15,10 +15,10 @@ import types
 import fixtures
 from oslo_config import cfg
 
-from lsrp.manager import actions
-from lsrp.manager import conductor
-from lsrp.manager.db import api as db
-from lsrp.manager import states
+from fedex_manager import actions
+from fedex_manager import conductor
+from fedex_manager.db import api as db
+from fedex_manager import states
 from tests.functional.manager import base
 
 CONF = cfg.CONF

@@ -15,11 +15,11 @@ import testtools
 from lsrp import cli
 from lsrp import cmdline
 from lsrp import opts
-from lsrp.sandbox import cli as sandbox_cli
-from lsrp.sandbox import opts as sandbox_opts
+from fedex_sandbox import cli as sandbox_cli
+from fedex_sandbox import opts as sandbox_opts
 
 PROGRAMS = {'lsrp': 'lsrp.cli', 'lsrp-server': 'lsrp.server.cli',
-            'fedex-sandbox': 'lsrp.sandbox.cli'}
+            'fedex-sandbox': 'fedex_sandbox.cli'}
 WITH_COMMANDS = {'lsrp': (cli.COMMAND_LIST, cli.add_parsers),
                  'fedex-sandbox': (sandbox_cli.COMMAND_LIST,
                                    sandbox_cli.add_command_parsers)}

@@ -1,7 +1,7 @@
 import testtools
 
 from lsrp import opts
-from lsrp.sandbox import opts as sandbox_opts
+from fedex_sandbox import opts as sandbox_opts
 
 
 class TestOpts(testtools.TestCase):

@@ -21,7 +21,7 @@ from nova_fedex.osc.v1 import common
 from nova_fedex.osc.v1 import migration
 from nova_fedex.osc.v1 import plan as plan_cmd
 from nova_fedex.osc.v1 import server_migrate
-from tests.unit.lsrp.manager.api import test_api
+from tests.unit.fedex_manager.api import test_api
 
 
 class InProcessSession(object):
@@ -162,7 +162,7 @@ class TestCommands(InProcess):
         self.assertEqual('REQUESTED', self.client.migration_get(mid)['state'])
 
     def test_wait_ends_at_ready_for_cutover(self):
-        from lsrp.manager.db import api as db
+        from fedex_manager.db import api as db
         _, row = run(migration.CreateMigration, self.app_, [
             '--server', 'vm1', '--image', 'vm1=vms/vm1_disk',
             '--source-site', 'site-a', '--site', 'site-b'])

@@ -1,0 +1,67 @@
+"""/v1/events: the audit trail, by migration, shipment, type and time."""
+
+from fedex_manager import actions
+from fedex_manager.api import errors
+from fedex_manager.api import handlers
+from fedex_manager.api import util
+from fedex_manager.db import api as db
+from fedex_manager.policies import planning as rules
+from fedex_manager import policy
+
+EVENT_CREATE = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['migration', 'message'],
+    'properties': {'migration': {'type': 'string', 'minLength': 1},
+                   'message': {'type': 'string', 'minLength': 1,
+                               'maxLength': 4096},
+                   'kind': {'enum': ['progress', 'cutover', 'note']},
+                   'details': {'type': 'object'}},
+}
+
+
+def list_(req):
+    ctx = handlers.context(req)
+    util.check_query(req, ('migration', 'shipment', 'device', 'type',
+                           'since', 'until', 'limit', 'marker', 'sort_dir'))
+    paging = util.page(req, ('id',), default_key='id', default_dir='asc')
+    migration = util.query(req, 'migration')
+    resource = util.query(req, 'shipment') or util.query(req, 'device')
+    if migration:
+        m = actions.migration_show(ctx, migration, events_limit=0)
+        policy.authorize(ctx, rules.EVENT_LIST,
+                         {'project_id': m['project_id']})
+    else:
+        # Everything else (logistics, every project) is for operators.
+        policy.authorize(ctx, rules.EVENT_LIST_ALL)
+    if util.query(req, 'shipment'):
+        resource = db.get(ctx, 'shipment', util.query(req, 'shipment'))['id']
+    elif util.query(req, 'device'):
+        resource = db.get(ctx, 'device', util.query(req, 'device'))['id']
+    until = util.query(req, 'until')
+    if until:
+        try:
+            db.utcfromiso(until)
+        except ValueError:
+            raise errors.HTTPError(
+                400, 'query parameter until: %r is not an ISO 8601 time'
+                % until)
+    items = actions.events_query(
+        ctx, migration=migration, resource_id=resource,
+        kind=util.query(req, 'type'), since=util.query(req, 'since'),
+        limit=paging['limit'], marker=paging['marker'],
+        sort_dir=paging['sort_dir'])
+    if until:
+        items = [e for e in items if (e.get('created_at') or '') <= until]
+    return util.list_response(req, 'events', items, paging)
+
+
+def create(req):
+    """A Nova compute or a terminal reports progress into the trail."""
+    ctx = handlers.context(req)
+    policy.authorize(ctx, rules.EVENT_CREATE)
+    body = util.extract_json(req, EVENT_CREATE)
+    m = db.get(ctx, 'migration', body['migration'])
+    ev = db.add_event(ctx, 'migration', m['id'], body.get('kind', 'note'),
+                      body['message'], migration_id=m['id'],
+                      details=body.get('details'))
+    return util.json_response(201, {'event': ev})

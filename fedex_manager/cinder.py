@@ -1,0 +1,114 @@
+"""The manager's calls to Cinder: the mark and the ownership move of volumes.
+
+A migration's images that are Cinder volumes (``volume_id`` set, kind
+``volume``) are marked with cinder_fedex's ``os-fedex-mark`` admin action
+before their snapshot (Cinder then refuses extend, revert to snapshot,
+retype and delete, naming the migration, and answers a destination compute
+with the peer cluster's connection info); at the end of the cutover
+``os-fedex-cutover`` hands each one to the destination site's backend and
+``os-fedex-unmark`` makes it an ordinary site-B volume; an abort unmarks
+them at the source. See doc/source/cinder.rst.
+
+The destination backend is found in Cinder itself: the pool whose
+capabilities say ``fedex_site`` = the destination site (FedexRBDDriver
+reports it). Credentials: the ``[cinder]`` group (keystoneauth options).
+"""
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from lsrp import exception
+from fedex_manager import service_auth
+
+CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
+GROUP = 'cinder'
+
+
+def register_opts(conf):
+    service_auth.register_opts(conf, GROUP, 'block-storage')
+
+
+def list_opts():
+    return service_auth.list_opts()
+
+
+def cinder_volumes(m):
+    """The migration's images that are Cinder volumes."""
+    return [v for v in m['volumes']
+            if v.get('volume_id') and v.get('kind', 'volume') == 'volume']
+
+
+def _adapter(conf=CONF):
+    return service_auth.adapter(
+        conf, GROUP, missing='the migration ships Cinder volumes but the '
+        'manager has no [cinder] credentials (keystoneauth options)')
+
+
+def _action(adapter, volume_id, action, args):
+    resp = adapter.post('/volumes/%s/action' % volume_id, raise_exc=False,
+                        json={action: args})
+    if resp.status_code != 202:
+        raise exception.ManagerError(
+            reason='Cinder refused %s of volume %s: HTTP %d %s' % (
+                action, volume_id, resp.status_code, resp.text[:300]))
+
+
+def backend_of_site(adapter, site):
+    """host@backend#pool of the cinder-volume backend of ``site``."""
+    resp = adapter.get('/scheduler-stats/get_pools?detail=true',
+                       raise_exc=False)
+    if resp.status_code != 200:
+        raise exception.ManagerError(
+            reason='Cinder did not list its backends: HTTP %d %s' % (
+                resp.status_code, resp.text[:300]))
+    found = sorted(p['name'] for p in resp.json().get('pools', [])
+                   if (p.get('capabilities') or {}).get('fedex_site') == site)
+    if not found:
+        raise exception.ManagerError(
+            reason='no Cinder backend reports fedex_site = %s (its '
+                   'FedexRBDDriver backend must be up)' % site)
+    return found[0]
+
+
+def mark(m, source_site, dest_site, conf=CONF):
+    """Mark the migration's volumes (idempotent for the same migration).
+
+    ``source_site`` and ``dest_site`` are site names (as the computes'
+    ``[fedex] site`` and the backends' ``fedex_site``).
+    """
+    vols = cinder_volumes(m)
+    if not vols:
+        return
+    adapter = _adapter(conf)
+    peer = backend_of_site(adapter, dest_site)
+    for v in vols:
+        _action(adapter, v['volume_id'], 'os-fedex-mark', {
+            'migration': m['id'], 'site': source_site,
+            'peer_site': dest_site, 'peer_host': peer})
+        LOG.info('volume %s marked for migration %s (peer backend %s)',
+                 v['volume_id'], m['id'], peer)
+
+
+def cutover(m, conf=CONF):
+    """The destination backend owns the volumes; they are ordinary again."""
+    vols = cinder_volumes(m)
+    if not vols:
+        return
+    adapter = _adapter(conf)
+    for v in vols:
+        _action(adapter, v['volume_id'], 'os-fedex-cutover', {})
+        _action(adapter, v['volume_id'], 'os-fedex-unmark', {})
+        LOG.info('volume %s now belongs to the destination site',
+                 v['volume_id'])
+
+
+def unmark(m, conf=CONF):
+    """The migration was aborted: the volumes stay at the source."""
+    vols = cinder_volumes(m)
+    if not vols:
+        return
+    adapter = _adapter(conf)
+    for v in vols:
+        _action(adapter, v['volume_id'], 'os-fedex-revert', {})
+        _action(adapter, v['volume_id'], 'os-fedex-unmark', {})

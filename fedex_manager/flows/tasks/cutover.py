@@ -1,0 +1,229 @@
+"""The cutover phase: the final delta, then Nova's live migration.
+
+:class:`FinalDelta` runs the last round while the VM is paused;
+:func:`start_nova_cutover` asks Nova for the live migration of each
+server, and :func:`reconcile_nova_cutover` (the conductor's sweeper) reads
+Nova's records back when nobody reported the cutover's end.
+"""
+
+from oslo_config import cfg
+
+from lsrp import exception
+from fedex_manager.db import api as db
+from fedex_manager.flows.tasks import common
+from fedex_manager.flows.tasks import rounds
+from fedex_manager import jobs
+from fedex_manager import states
+
+CONF = cfg.CONF
+
+
+class Cutover(common.PhaseTask):
+    phase = 'cutover'
+    allowed = (states.CUTTING_OVER,)
+
+
+class BeginCutover(common.Begin, Cutover):
+    pass
+
+
+class FinalDelta(Cutover):
+    """The last round while the VM is paused, verified whole.
+
+    Nova pauses the VM; the sandbox demo pauses its writer.
+    """
+
+    def run(self, ctx, m, generation):
+        op_id_prefix = '%s.final_delta.' % m['id']
+        done = [o for o in db.list_(ctx, 'operation',
+                                    {'migration_id': m['id'],
+                                     'kind': 'final_delta'})
+                if o['id'].startswith(op_id_prefix) and o['state'] == 'DONE']
+        if not done:
+            m, result = rounds.one_round(self, ctx, m, generation, 'final_delta')
+        if not m['servers'] and m['state'] == states.CUTTING_OVER:
+            # Detached volumes only: nothing runs on them, so this round
+            # is the final state; Cinder then hands them to the
+            # destination's backend. No Nova.
+            from fedex_manager import actions
+            actions._volumes_to_destination(ctx, m['id'])
+        if CONF.conductor.compute_driver == 'none' or not m['servers']:
+            # No Nova to switch a VM over (the sandbox's stand-in, or no
+            # server at all).
+            m = common.step(ctx, m, 'complete', values={'finished_at': db.now()})
+            if m['options'].get('retention_days', 0) == 0:
+                jobs.post(ctx, m['id'], 'cleanup')
+        elif CONF.conductor.compute_driver == 'nova':
+            start_nova_cutover(ctx, m)
+
+
+NOVA_REQUESTED = 'nova live migration requested'
+NOVA_UNCLEAR = 'nova gave no clear answer'
+# Seconds after a request before "Nova has no record of it" means it never
+# started.
+NOVA_START_GRACE = 300
+
+
+def cutover_began(ctx, m):
+    """When this cutover began (the newest move to CUTTING_OVER), ISO."""
+    began = [e['created_at'] for e in db.events(ctx, {'migration_id': m['id']})
+             if e['to_state'] == states.CUTTING_OVER]
+    return max(began) if began else m['updated_at']
+
+
+def _nova_requests(ctx, m):
+    """This cutover's requests to Nova: [(server_id, request_id, at)]."""
+    began = cutover_began(ctx, m)
+    return [(e['details'].get('server_id'), e['details'].get('request_id'),
+             e['created_at'])
+            for e in db.events(ctx, {'migration_id': m['id'],
+                                     'kind': 'cutover'})
+            if e['message'].startswith((NOVA_REQUESTED, NOVA_UNCLEAR)) and
+            e['created_at'] >= began and e['details']]
+
+
+def choose_dest_host(ctx, m):
+    """The destination host of a migration that named none, recorded.
+
+    Nova's scheduler cannot choose it: the live migration is forced (the
+    servers' availability zone is site A's, which it would keep), so the
+    manager picks a host of the destination site's aggregate with room
+    for the servers (:func:`fedex_manager.cloud_preflight.choose_host`)
+    and keeps it on the migration, where the read-back
+    (:func:`reconcile_nova_cutover`) and a later cutover find it.
+    """
+    from fedex_manager import cloud_preflight
+
+    site = db.get(ctx, 'site', m['dest_site_id'])
+    if not site.get('aggregate'):
+        raise exception.NoDestinationHost(
+            aggregate='(none)', reason='site %s names no aggregate '
+            '(openstack fedex site set --aggregate)' % site['name'])
+    cloud = cloud_preflight.Cloud.from_conf()
+    if cloud is None:
+        raise exception.NoDestinationHost(
+            aggregate=site['aggregate'],
+            reason='the manager has no [nova] credentials to ask')
+    host = cloud_preflight.choose_host(
+        cloud, [s['server_id'] for s in m['servers']], site['aggregate'])
+    m = db.update(ctx, 'migration', m['id'], {'dest_host': host})
+    db.add_event(ctx, 'migration', m['id'], 'cutover',
+                 'destination host %s chosen in aggregate %s (the most '
+                 'memory left of the hosts with room)' % (
+                     host, site['aggregate']), migration_id=m['id'])
+    return m
+
+
+def start_nova_cutover(ctx, m):
+    """Nova's live migration of each server, once per cutover.
+
+    nova_fedex applies the final delta inside the pause and reports the
+    end (fedex-api's cutover-events). Nova's refusal in its pre-checks
+    rolls back at once, naming Nova's reason; an unclear answer (timeout,
+    5xx) is recorded, and the sweeper reads Nova's records back
+    (:func:`reconcile_nova_cutover`).
+    """
+    from fedex_manager import actions
+    from fedex_manager import nova
+
+    if _nova_requests(ctx, m):
+        return
+    if not m['dest_host']:
+        try:
+            m = choose_dest_host(ctx, m)
+        except exception.ManagerError as e:
+            actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                             reason=str(e))
+            return
+    for s in m['servers']:
+        try:
+            request_id = nova.live_migrate(s['server_id'], m['dest_host'])
+        except exception.NovaRefused as e:
+            actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                             reason=str(e))
+            return
+        except Exception as e:
+            db.add_event(ctx, 'migration', m['id'], 'cutover',
+                         '%s to the live migration of server %s (%s): '
+                         'reading its records back' % (
+                             NOVA_UNCLEAR, s['server_id'], e),
+                         migration_id=m['id'],
+                         details={'server_id': s['server_id']})
+            continue
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     '%s: server %s to %s' % (NOVA_REQUESTED, s['server_id'],
+                                              m['dest_host']),
+                     migration_id=m['id'],
+                     details={'server_id': s['server_id'],
+                              'request_id': request_id})
+
+
+def reconcile_nova_cutover(ctx, m):
+    """A CUTTING_OVER migration nobody ended: read Nova's records back.
+
+    nova_fedex reports the end of the cutover; when that report is lost
+    (or Nova failed before nova_fedex ran), Nova's migration record and
+    the server say it: every live migration failed and the servers are
+    back at the source -> ROLLED_BACK with Nova's reason; all completed
+    at the destination host -> COMPLETED. Still running: nothing yet. A
+    guest that nova_fedex reported stranded is left to the operator.
+    Returns what it did (for the log and the tests).
+    """
+    from fedex_manager import actions
+    from fedex_manager import nova
+
+    m = db.get(ctx, 'migration', m['id'])
+    if m['state'] != states.CUTTING_OVER:
+        return 'ended'          # nova_fedex's report came first
+    began = cutover_began(ctx, m)
+    events = [e for e in db.events(ctx, {'migration_id': m['id'],
+                                         'kind': 'cutover'})
+              if e['created_at'] >= began]
+    if any(e['message'].startswith('nova: stranded') for e in events):
+        return 'stranded'
+    requests = _nova_requests(ctx, m)
+    if not requests:
+        # The cutover job ended without asking Nova: ask again.
+        jobs.post(ctx, m['id'], 'cutover')
+        return 'reposted'
+    outcomes = {}
+    now = db.now()
+    for server_id, request_id, at in requests:
+        outcome = nova.live_migration_outcome(server_id, request_id,
+                                              since=began)
+        if outcome['status'] is None and (
+                now - db.utcfromiso(at)).total_seconds() < NOVA_START_GRACE:
+            # No record yet: a request that reached Nova late (an
+            # overloaded API) may still start it.
+            outcome['ended'] = None
+        outcomes[server_id] = outcome
+    if any(o['ended'] is None or o['task_state'] is not None
+           for o in outcomes.values()):
+        return 'running'
+    if all(o['ended'] == 'completed' and o['host'] == m['dest_host']
+           for o in outcomes.values()):
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     'Nova completed the live migration to %s (read back; '
+                     'no report from nova_fedex)' % m['dest_host'],
+                     migration_id=m['id'])
+        actions.migration_cutover_finish(ctx, m['id'], success=True)
+        return 'completed'
+    if all(o['ended'] == 'failed' for o in outcomes.values()):
+        reason = '; '.join(
+            'Nova %s the live migration of server %s (status %s, server %s '
+            'on %s)%s' % ('did not start' if o['status'] is None else
+                          'failed', sid, o['status'], o['server_status'],
+                          o['host'],
+                          ': %s' % o['reason'] if o['reason'] else '')
+            for sid, o in sorted(outcomes.items()))
+        actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                         reason=reason)
+        return 'rolled_back'
+    # Some servers moved, some did not: an operator decides.
+    text = 'servers split between the sites after the cutover: %s' % (
+        ', '.join('%s %s on %s' % (sid, o['ended'], o['host'])
+                  for sid, o in sorted(outcomes.items())))
+    if not any(e['message'] == text for e in events):
+        db.add_event(ctx, 'migration', m['id'], 'cutover', text,
+                     migration_id=m['id'])
+    return 'split'

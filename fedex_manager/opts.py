@@ -1,0 +1,95 @@
+"""Options of the shipment manager (``oslo-config-generator --namespace
+fedex.manager``)."""
+
+import copy
+
+from oslo_config import cfg
+from oslo_db import options as db_options
+
+from fedex_manager import cinder
+from fedex_manager import keys
+from fedex_manager import nova
+from fedex_manager import rpc
+
+manager_opts = [
+    cfg.StrOpt('state_path', default='/var/lib/fedex',
+               help='Directory of the manager\'s files (the SQLite '
+                    'database by default, the file key store).'),
+    cfg.IntOpt('heartbeat_timeout', default=60, min=5,
+               help='Seconds without a heartbeat after which a terminal '
+                    'is DOWN.'),
+]
+
+jobboard_opts = [
+    cfg.ListOpt('hosts', default=['127.0.0.1:2181'],
+                help='ZooKeeper servers (host:port) of the jobboard.'),
+    cfg.StrOpt('path', default='/fedex/jobs',
+               help='ZooKeeper path of the jobboard.'),
+    cfg.FloatOpt('session_timeout', default=10.0, min=2.0,
+                 help='Seconds after which ZooKeeper drops the claims of '
+                      'a conductor that stopped answering (kill -9): '
+                      'another conductor then takes its jobs.'),
+]
+
+conductor_opts = [
+    cfg.StrOpt('name', help='Name of this conductor (default: '
+                            'conductor-<host>-<pid>).'),
+    cfg.IntOpt('max_jobs', default=8, min=1,
+               help='Jobs (migration phases) one conductor runs at once.'),
+    cfg.IntOpt('sweep_interval', default=30, min=1,
+               help='Seconds between sweeps that re-post phases whose job '
+                    'is gone and start keep-warm rounds.'),
+    cfg.IntOpt('op_poll_interval', default=2, min=1,
+               help='Seconds between looks at a terminal operation.'),
+    cfg.StrOpt('courier', default='manual',
+               help='Courier plugin (fedex_manager.couriers entry point) '
+                    'of new shipments: manual or simulated.'),
+    cfg.StrOpt('compute_driver', default='nova',
+               help='Who switches the VM over at the cutover: nova (the '
+                    'Nova driver calls migration_cutover_finish) or none '
+                    '(the sandbox: the final delta completes it).'),
+    cfg.IntOpt('op_timeout', default=120, min=5,
+               help='Seconds without progress from a terminal after which '
+                    'the operation is asked for again (it is idempotent).'),
+    cfg.IntOpt('peer_patience', default=3600, min=0,
+               help='Seconds a catch-up round whose destination terminal '
+                    'is unreachable (TerminalUnreachable: its lsrp-server '
+                    'does not answer) is retried, with an event saying why, '
+                    'before the migration goes FAILED naming the terminal.'),
+    cfg.IntOpt('peer_retry_interval', default=10, min=1,
+               help='Seconds between tries of a catch-up round whose '
+                    'destination terminal is unreachable (once it reports '
+                    'UP again, the round is tried at once).'),
+    cfg.IntOpt('cutover_max_attempts', default=3, min=1,
+               help='Cutovers started without a new approval: after this '
+                    'many rollbacks since the last approval, the migration '
+                    'keeps catching up and waits for the operator to '
+                    'approve the cutover again (openstack fedex migration '
+                    'cutover).'),
+    cfg.IntOpt('shipment_group_window', default=60, min=0,
+               help='Seconds after the first migration of a shipment '
+                    'group (option shipment_group) was created during '
+                    'which more may join; then the group is packed.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(manager_opts, group='manager')
+    conf.register_opts(jobboard_opts, group='jobboard')
+    conf.register_opts(conductor_opts, group='conductor')
+    keys.register_opts(conf)
+    rpc.register_opts(conf)
+    nova.register_opts(conf)
+    cinder.register_opts(conf)
+    db_options.set_defaults(conf)
+
+
+def list_opts():
+    return [('DEFAULT', copy.deepcopy(rpc.rpc_opts)),
+            ('manager', copy.deepcopy(manager_opts)),
+            ('jobboard', copy.deepcopy(jobboard_opts)),
+            ('conductor', copy.deepcopy(conductor_opts)),
+            ('shipment_keys', copy.deepcopy(keys.key_opts)),
+            ('database', copy.deepcopy(db_options.database_opts)),
+            (nova.GROUP, nova.list_opts()),
+            (cinder.GROUP, cinder.list_opts())]

@@ -1,0 +1,159 @@
+"""``fedex-sandbox demo``: a writing VM's disks moved by the manager.
+
+The same story as before, but nothing here calls a step: one request to
+the manager's facade, and the conductor and the terminal agents of the
+sandbox do the rest (snapshot, export, seal, the simulated courier,
+custody check, import, catch-up rounds, final delta at the cutover,
+crypto-erase). The demo prints the migration's events (state changes,
+progress) as they happen, plays Nova at the cutover (pauses the writer),
+then checks both sites with ``rbd export | sha256sum``.
+"""
+
+import os
+import time
+import uuid
+
+from lsrp import exception
+from fedex_manager import actions
+from fedex_manager import context
+from fedex_manager.db import api as db
+from fedex_sandbox import manager as sandbox_mod
+from fedex_sandbox.manager import event_follower
+from fedex_manager import states
+from lsrp.rbd import Cluster
+from fedex_sandbox import demo as direct_demo
+
+MiB = 1 << 20
+
+
+class ManagerDemo(object):
+
+    def __init__(self, sb, disk_mib=256, write_rate=1 << 20,
+                 threshold_mib=2, out=print, timeout=900):
+        self.sb = sb
+        self.disk_mib = disk_mib
+        self.write_rate = write_rate
+        self.threshold = int(threshold_mib * MiB)
+        self.out = out
+        self.timeout = timeout
+        self.id = uuid.uuid4().hex[:8]
+        self.specs = ['vms/demo-%s-disk0' % self.id,
+                      'vms/demo-%s-disk1' % self.id]
+
+    def _connect(self):
+        mgr = sandbox_mod.SandboxManager(self.sb)
+        self.backend, self.board = mgr.connect('fedex-demo')
+        self.ctx = context.RequestContext(user_id='demo', project_id='demo')
+        self.events = event_follower.EventFollower(self.ctx, self.out)
+
+    def _images(self):
+        a = self.sb.site('site-a')
+        self.ca = Cluster(a.conf, a.keyring, site='site-a')
+        self.ca.connect()
+        direct_demo.make_vm_disks(self.ca, self.specs, self.disk_mib)
+
+    def _wait(self, m, wanted):
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            self.events.show(m['id'])
+            cur = db.get(self.ctx, 'migration', m['id'])
+            if cur['state'] in wanted:
+                return cur
+            if cur['state'] == states.FAILED:
+                raise exception.ManagerError(
+                    reason='migration %s FAILED: %s' % (cur['id'],
+                                                        cur['last_error']))
+            time.sleep(0.5)
+        raise exception.ManagerError(reason='demo: no %s after %d s' % (
+            ' or '.join(wanted), self.timeout))
+
+    def _ready_terminals(self):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            terms = actions.terminal_list(self.ctx)
+            blank = actions.device_list(self.ctx, {'state': 'BLANK'})
+            if len(terms) == 2 and all(t['health'] == 'UP' for t in terms) \
+                    and len(blank) >= sandbox_mod.DEVICES_PER_SITE:
+                return
+            time.sleep(0.5)
+        raise exception.ManagerError(reason='the terminals of the sandbox '
+                                     'did not report with blank devices; '
+                                     'see %s' % sandbox_mod.SandboxManager(
+                                         self.sb).log_dir)
+
+    def run(self):
+        self._connect()
+        # Blank devices at site A (those of earlier runs went to site B
+        # with the courier).
+        sandbox_mod.SandboxManager(self.sb).dep.make_slots(
+            'site-a', sandbox_mod.DEVICES_PER_SITE)
+        self._ready_terminals()
+        self._images()
+        writer = direct_demo.Writer(self.ca, self.specs, self.write_rate)
+        writer.start()
+        begin = time.monotonic()
+        try:
+            return self._run(writer, begin)
+        finally:
+            writer.stopped.set()
+            writer.resume()
+            writer.join()
+            self.ca.close()
+            self.board.close()
+
+    def _run(self, writer, begin):
+        out = self.out
+        # Images with no server: no Nova at the cutover, even in a
+        # sandbox whose conductor drives the mini-cloud's Nova.
+        m = actions.migration_create(
+            self.ctx, None, 'site-a', 'site-b',
+            volumes=[{'source_image': spec} for spec in self.specs],
+            name='demo-%s' % self.id,
+            options={'cutover': 'approved', 'retention_days': 1,
+                     'threshold_bytes': self.threshold, 'max_rounds': 6})
+        out('demo %s: migration %s of %s' % (self.id, m['id'],
+                                             ', '.join(self.specs)))
+        m = self._wait(m, (states.READY_FOR_CUTOVER,))
+        out('  ready for cutover after %.1f s; cutover: the VM pauses'
+            % (time.monotonic() - begin))
+        paused = time.monotonic()
+        writer.pause()
+        actions.migration_approve_cutover(self.ctx, m['id'])
+        actions.migration_cutover_start(self.ctx, m['id'])
+        m = self._wait(m, (states.COMPLETED,))
+        pause = time.monotonic() - paused
+        a, b = self.sb.site('site-a'), self.sb.site('site-b')
+        equal = all(
+            a.export_sha256('%s@%s' % (v['source_image'], m['last_snapshot']))
+            == b.export_sha256('%s@%s' % (v['dest_image'],
+                                          m['last_snapshot']))
+            for v in m['volumes'])
+        # Compared: now the cleanup, without waiting for the retention.
+        actions.migration_cleanup(self.ctx, m['id'])
+        m = self._wait(m, (states.CLEANED,))
+        shown = actions.migration_show(self.ctx, m['id'])
+        ship = shown['shipments'][0] if shown['shipments'] else {}
+        exported = [o for o in shown['operations'] if o['kind'] == 'export']
+        rounds = [e for e in actions.events_query(
+            self.ctx, migration=m['id'], kind='progress', limit=1000)
+            if (e.get('details') or {}).get('wire_bytes') is not None]
+        summary = {
+            'migration': m['id'], 'shipment': ship.get('name'),
+            'tracking': ship.get('tracking_number'), 'images': self.specs,
+            'bytes_shipped': sum(o['bytes_done'] for o in exported),
+            'bytes_over_wan': sum(e['details']['wire_bytes']
+                                  for e in rounds),
+            'rounds': m['rounds'], 'final_snapshot': m['last_snapshot'],
+            'pause_seconds': round(pause, 2),
+            'seconds': round(time.monotonic() - begin, 1),
+            'written_during_migration': writer.written,
+            'destination_equals_source': equal, 'state': m['state']}
+        out('destination == source at %s (rbd export | sha256sum, both '
+            'disks): %s' % (m['last_snapshot'], 'yes' if equal else 'NO'))
+        return summary
+
+    def cleanup(self):
+        direct = direct_demo.Demo(self.sb)
+        direct.specs = self.specs
+        direct.work = os.path.join(self.sb.root, 'demo-%s' % self.id)
+        direct.cleanup()

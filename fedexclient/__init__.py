@@ -1,0 +1,1 @@
+"""The client library of fedex-api: see :mod:`fedexclient.client`."""

@@ -1,8 +1,0 @@
-from nova_fedex.dashboard import exceptions
-
-PANEL = 'fedex_migrations'
-PANEL_DASHBOARD = 'project'
-PANEL_GROUP = 'fedex'
-ADD_PANEL = 'nova_fedex.dashboard.dashboards.project.fedex_migrations.panel.Migrations'
-# Its errors become Horizon messages that say what to do.
-ADD_EXCEPTIONS = {'recoverable': (exceptions.FedexAPIError,)}

@@ -1,4 +1,0 @@
-PANEL = 'fedex_shipments'
-PANEL_DASHBOARD = 'admin'
-PANEL_GROUP = 'fedex'
-ADD_PANEL = 'nova_fedex.dashboard.dashboards.admin.fedex_shipments.panel.Shipments'

@@ -1,0 +1,94 @@
+"""What nova_fedex asks of fedex-api at a cutover (in process)."""
+
+import os
+
+from fedex_manager.db import api as db
+from fedex_manager import states
+from nova_fedex import manager_client
+from tests.unit.fedex_manager.api import test_api
+
+SERVICE = test_api.SERVICE
+MEMBER = test_api.MEMBER
+PORTS = {'site-a': 14501, 'site-b': 14502}
+READY = ('snapshot', 'export', 'seal', 'ship', 'deliver', 'import',
+         'catch_up', 'converge')
+
+
+class TestCutoverPlan(test_api.Fixture):
+
+    def setUp(self):
+        super().setUp()
+        for site in ('site-a', 'site-b'):
+            self.call('POST', '/v1/terminals', {
+                'name': 'term-' + site[-1], 'site': site, 'slots': 2,
+                'lsrp_address': '127.0.0.1:%d' % PORTS[site]},
+                roles=SERVICE, status=201)
+            self.call('PUT', '/v1/terminals/term-%s/health' % site[-1],
+                      {'state': 'UP', 'info': {'slots': 2}},
+                      roles=SERVICE, status=200)
+        self.devices()
+        # After the create: its preflight would connect to the cluster.
+        self.m = self.create()
+        conf = os.path.join(self.tmp, 'site-b.conf')
+        with open(conf, 'w') as f:
+            f.write('[global]\nfsid = 1234\nmon host = '
+                    '[v2:127.0.0.1:14100,v1:127.0.0.1:14101]\n')
+        db.update(self.ctx, 'site', db.get(self.ctx, 'site', 'site-b')['id'],
+                  {'ceph_conf': conf})
+
+    def plan(self, server='vm1', **kw):
+        return self.call('GET', '/v1/servers/%s/cutover' % server, **kw)
+
+    def event(self, name, status=202, **details):
+        return self.call('POST', '/v1/migrations/%s/cutover-events'
+                         % self.m['id'], {'event': name, 'host': 'b-h1',
+                                          'details': details},
+                         roles=SERVICE, status=status)
+
+    def cutting_over(self):
+        for ev in READY + ('cutover',):
+            db.transition(self.ctx, 'migration', self.m['id'], ev)
+
+    def test_plan_is_what_nova_fedex_reads(self):
+        body = self.plan(roles=SERVICE, status=200).json['cutover']
+        plan = manager_client.CutoverPlan.from_dict(body)
+        self.assertFalse(plan.ready)
+        self.assertEqual(('site-a', 'site-b'), (plan.source_site,
+                                                plan.destination_site))
+        self.assertEqual([('127.0.0.1', '14101')], plan.cluster.monitors)
+        self.assertEqual('1234', plan.cluster.fsid)
+        self.assertEqual(('127.0.0.1', 14502, 'term-b'), plan.terminal)
+        self.assertEqual(['vms/vm1_disk'], [d.source for d in plan.disks])
+        self.assertEqual(['vms/vm1_disk'],
+                         [d.destination for d in plan.disks])
+        self.cutting_over()
+        body = self.plan(roles=SERVICE, status=200).json['cutover']
+        self.assertTrue(manager_client.CutoverPlan.from_dict(body).ready)
+
+    def test_plan_refusals(self):
+        self.plan(roles=MEMBER, status=403)
+        resp = self.plan('vm-none', roles=SERVICE, status=404)
+        self.assertIn('vm-none', resp.text)
+
+    def test_completed_and_rolled_back(self):
+        self.event('migrating')
+        self.assertEqual(states.REQUESTED,
+                         db.get(self.ctx, 'migration', self.m['id'])['state'])
+        self.cutting_over()
+        self.event('rolled_back', reason='final delta failed')
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertIn('final delta failed', m['last_error'])
+        db.transition(self.ctx, 'migration', self.m['id'], 'converge')
+        db.transition(self.ctx, 'migration', self.m['id'], 'cutover')
+        self.event('completed', dest='b-h2')
+        self.assertEqual(states.COMPLETED,
+                         db.get(self.ctx, 'migration', self.m['id'])['state'])
+        # The reporter (the source's compute) is not where the server is.
+        texts = [e['message'] for e in db.list_(
+            self.ctx, 'event', {'migration_id': self.m['id']})]
+        self.assertIn('nova: completed, the server now on b-h2 (reported '
+                      'by b-h1)', texts)
+        self.assertIn('nova: rolled_back (reported by b-h1): final delta '
+                      'failed', texts)
+        self.event('nonsense', status=400)

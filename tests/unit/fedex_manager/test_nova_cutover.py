@@ -1,0 +1,304 @@
+"""The manager's side of a Nova cutover: refusals, read-back, bounded retries.
+
+Nova is replaced by canned answers at the HTTP adapter (what its API
+returns); the manager's database and state machine are real.
+"""
+
+from unittest import mock
+
+import fixtures
+from oslo_config import cfg
+
+from lsrp import exception
+from fedex_manager import actions
+from fedex_manager.db import api as db
+from fedex_manager.flows.tasks import cutover as cutover_tasks
+from fedex_manager import nova
+from fedex_manager import states
+from tests.unit.fedex_manager import base
+
+
+class FakeResponse(object):
+
+    def __init__(self, status, body=None, headers=None):
+        self.status_code = status
+        self._body = body
+        self.text = str(body)
+        self.headers = headers or {}
+
+    def json(self):
+        if self._body is None:
+            raise ValueError('no JSON')
+        return self._body
+
+
+class FakeNova(object):
+    """Nova's compute API as the manager's adapter sees it."""
+
+    def __init__(self):
+        self.migrate = FakeResponse(
+            202, headers={'x-openstack-request-id': 'req-1'})
+        self.server = {'status': 'MIGRATING', 'OS-EXT-SRV-ATTR:host': 'a1',
+                       'OS-EXT-STS:task_state': 'migrating'}
+        self.migrations = [{'id': 7, 'status': 'running',
+                            'created_at': '2999-01-01T00:00:00.000000'}]
+        self.events = []
+        self.posted = []
+
+    def post(self, url, **kw):
+        self.posted.append((url, kw['json']))
+        if isinstance(self.migrate, Exception):
+            raise self.migrate
+        return self.migrate
+
+    def get(self, url, **kw):
+        if url.startswith('/os-migrations'):
+            return FakeResponse(200, {'migrations': self.migrations})
+        if url.endswith('/os-instance-actions'):
+            return FakeResponse(200, {'instanceActions': [
+                {'action': 'live-migration', 'request_id': 'req-1'}]})
+        if '/os-instance-actions/' in url:
+            return FakeResponse(200, {'instanceAction': {
+                'message': 'Error', 'events': self.events}})
+        return FakeResponse(200, {'server': self.server})
+
+    def fail(self, status, reason):
+        self.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'a1',
+                       'OS-EXT-STS:task_state': None}
+        self.migrations[0]['status'] = status
+        self.events = [{'event': 'compute_check_can_live_migrate_source',
+                        'result': 'Error', 'details': reason}]
+
+
+class NovaCutoverTestCase(base.DBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        cfg.CONF.set_override('compute_driver', 'nova', group='conductor')
+        self.addCleanup(cfg.CONF.clear_override, 'compute_driver',
+                        group='conductor')
+        actions.site_register(self.ctx, 'site-a')
+        actions.site_register(self.ctx, 'site-b')
+        actions.terminal_register(self.ctx, 'term-a', 'site-a')
+        actions.terminal_register(self.ctx, 'term-b', 'site-b')
+        self.nova = FakeNova()
+        self.useFixture_adapter()
+
+    def useFixture_adapter(self):
+        patcher = mock.patch.object(nova, '_adapter',
+                                    lambda conf=None: self.nova)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def ready_migration(self, cutover='automatic', dest_host='b1'):
+        m = actions.migration_create(
+            self.ctx, [{'server_id': 'vm0', 'volumes': ['vms/vm0_disk']}],
+            'site-a', 'site-b', dest_host=dest_host,
+            options={'cutover': cutover})
+        for ev in ('snapshot', 'export', 'seal', 'ship', 'deliver',
+                   'import', 'catch_up', 'converge'):
+            db.transition(self.ctx, 'migration', m['id'], ev)
+        return db.get(self.ctx, 'migration', m['id'])
+
+    def cutting_over(self, m):
+        actions.migration_cutover_start(self.ctx, m['id'])
+        m = db.get(self.ctx, 'migration', m['id'])
+        cutover_tasks.start_nova_cutover(self.ctx, m)
+        return db.get(self.ctx, 'migration', m['id'])
+
+    def messages(self, m):
+        return [e['message'] for e in db.events(self.ctx,
+                                                {'migration_id': m['id']})]
+
+
+class TestRefusal(NovaCutoverTestCase):
+
+    def test_refusal_in_pre_checks_rolls_back_with_novas_reason(self):
+        self.nova.migrate = FakeResponse(400, {'badRequest': {
+            'message': 'Migration pre-check error: server x: FedEx cutover '
+                       'refused: this version cannot cut over a server '
+                       'with a vTPM'}})
+        m = self.cutting_over(self.ready_migration())
+        # ROLLED_BACK, then catch-up goes on at once.
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertIn('vTPM', m['last_error'])
+        self.assertIn('Nova refused the live migration of server vm0 to b1',
+                      m['last_error'])
+        self.assertIn(states.ROLLED_BACK,
+                      [e['to_state'] for e in db.events(
+                          self.ctx, {'migration_id': m['id']})])
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-migrateLive': {'host': 'b1',
+                                               'block_migration': False,
+                                               'force': True}})],
+                         self.nova.posted)
+
+    def test_unclear_answer_is_read_back_not_rolled_back(self):
+        self.nova.migrate = FakeResponse(504, 'Gateway Timeout')
+        m = self.cutting_over(self.ready_migration())
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertTrue(any('no clear answer' in t and '504' in t
+                            for t in self.messages(m)))
+        # Nova did run it: still running, nothing decided.
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual(states.CUTTING_OVER,
+                         db.get(self.ctx, 'migration', m['id'])['state'])
+
+
+class TestNoHostNamed(NovaCutoverTestCase):
+    """A migration created without a host (Horizon's form, the API)."""
+
+    def test_host_of_the_sites_aggregate_chosen_and_kept(self):
+        b = db.get(self.ctx, 'site', 'site-b')
+        db.update(self.ctx, 'site', b['id'], {'aggregate': 'site-b'})
+        chosen = []
+
+        def choose(cloud, servers, aggregate):
+            chosen.append((servers, aggregate))
+            return 'b2'
+        self.useFixture(fixtures.MockPatch(
+            'fedex_manager.cloud_preflight.Cloud.from_conf',
+            return_value=object()))
+        self.useFixture(fixtures.MockPatch(
+            'fedex_manager.cloud_preflight.choose_host', side_effect=choose))
+        m = self.cutting_over(self.ready_migration(dest_host=None))
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.assertEqual([(['vm0'], 'site-b')], chosen)
+        self.assertEqual('b2', m['dest_host'])
+        # Forced to that host (Nova's scheduler would keep site A's zone).
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-migrateLive': {'host': 'b2',
+                                               'block_migration': False,
+                                               'force': True}})],
+                         self.nova.posted)
+        self.assertTrue(any('destination host b2 chosen in aggregate '
+                            'site-b' in t for t in self.messages(m)))
+
+    def test_site_without_aggregate_rolls_back_saying_what_to_do(self):
+        m = self.cutting_over(self.ready_migration(dest_host=None))
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertIn('site site-b names no aggregate', m['last_error'])
+        self.assertIn('--host HOST', m['last_error'])
+        self.assertEqual([], self.nova.posted)
+
+
+class TestReadBack(NovaCutoverTestCase):
+
+    def test_failed_in_nova_rolls_back_naming_the_reason(self):
+        m = self.cutting_over(self.ready_migration())
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        self.nova.fail('error', 'Migration pre-check error: the destination '
+                                'does not say which site it belongs to')
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertIn('Nova failed the live migration of server vm0 '
+                      '(status error, server ACTIVE on a1)', m['last_error'])
+        self.assertIn('does not say which site', m['last_error'])
+
+    def test_completed_in_nova_completes(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'b1',
+                            'OS-EXT-STS:task_state': None}
+        self.nova.migrations[0]['status'] = 'completed'
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertEqual(states.COMPLETED, m['state'])
+        self.assertTrue(any('no report from nova_fedex' in t
+                            for t in self.messages(m)))
+
+    def test_stranded_guest_is_left_to_the_operator(self):
+        m = self.cutting_over(self.ready_migration())
+        db.add_event(self.ctx, 'migration', m['id'], 'cutover',
+                     'nova: stranded on a1: final delta failed',
+                     migration_id=m['id'])
+        self.nova.fail('error', 'boom')
+        self.assertEqual('stranded',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual(states.CUTTING_OVER,
+                         db.get(self.ctx, 'migration', m['id'])['state'])
+
+    def test_rollback_in_progress_waits(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.fail('error', 'boom')
+        self.nova.server['OS-EXT-STS:task_state'] = 'migrating'
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+
+
+class TestBoundedRetries(NovaCutoverTestCase):
+
+    def roll_back(self, m):
+        actions.migration_cutover_start(self.ctx, m['id'])
+        actions.migration_cutover_finish(self.ctx, m['id'], False,
+                                         'final delta failed')
+        db.transition(self.ctx, 'migration', m['id'], 'converge')
+        return db.get(self.ctx, 'migration', m['id'])
+
+    def test_automatic_cutover_stops_after_max_attempts(self):
+        cfg.CONF.set_override('cutover_max_attempts', 2, group='conductor')
+        self.addCleanup(cfg.CONF.clear_override, 'cutover_max_attempts',
+                        group='conductor')
+        m = self.ready_migration()
+        m = self.roll_back(m)
+        self.assertTrue(actions.cutover_ready(self.ctx, m['id'])['ready'])
+        m = self.roll_back(m)
+        ready = actions.cutover_ready(self.ctx, m['id'])
+        self.assertFalse(ready['ready'])
+        self.assertIn('rolled back 2 times since it was last approved',
+                      ready['reasons'][0])
+        self.assertTrue(any(t.startswith('no more automatic cutovers: 2 '
+                                         'rollbacks')
+                            for t in self.messages(m)))
+        self.assertRaises(exception.InvalidTransition,
+                          actions.migration_cutover_start, self.ctx, m['id'])
+        # The operator's approval allows it again.
+        actions.migration_approve_cutover(self.ctx, m['id'])
+        self.assertTrue(actions.cutover_ready(self.ctx, m['id'])['ready'])
+        self.assertEqual(states.CUTTING_OVER, actions.migration_cutover_start(
+            self.ctx, m['id'])['state'])
+
+    def test_default_is_three(self):
+        m = self.ready_migration()
+        for _ in range(3):
+            self.assertTrue(actions.cutover_ready(self.ctx, m['id'])['ready'])
+            m = self.roll_back(m)
+        self.assertFalse(actions.cutover_ready(self.ctx, m['id'])['ready'])
+
+
+class TestOutcome(NovaCutoverTestCase):
+
+    def test_older_records_are_ignored(self):
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'a1',
+                            'OS-EXT-STS:task_state': None}
+        self.nova.migrations = [{'id': 1, 'status': 'completed',
+                                 'created_at': '2020-01-01T00:00:00Z'}]
+        out = nova.live_migration_outcome('vm0', 'req-1',
+                                          since='2026-01-01T00:00:00Z')
+        # No record since the request and nothing in progress: not started.
+        self.assertIsNone(out['status'])
+        self.assertEqual('failed', out['ended'])
+
+
+class TestLateRequest(NovaCutoverTestCase):
+
+    def test_no_record_yet_is_not_a_failure_within_the_grace(self):
+        self.nova.migrate = FakeResponse(503, 'Service Unavailable')
+        m = self.cutting_over(self.ready_migration())
+        # Nova has no record and no task yet: the request may still start.
+        self.nova.migrations = []
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'a1',
+                            'OS-EXT-STS:task_state': None}
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        # Past the grace: it never started; rolled back, saying so.
+        self.useFixture(fixtures.MockPatch(
+            'fedex_manager.flows.tasks.cutover.NOVA_START_GRACE', -1))
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertIn('Nova did not start the live migration of server vm0',
+                      m['last_error'])
