@@ -47,8 +47,8 @@ class Cloud(object):
     @classmethod
     def from_conf(cls, conf=CONF):
         """The cloud of ``[nova]``'s credentials, or None without them."""
-        from keystoneauth1 import loading as ks_loading
         from fedex_manager import nova
+        from keystoneauth1 import loading as ks_loading
 
         nova.register_opts(conf)
         if not conf.nova.auth_type:

@@ -10,12 +10,12 @@ the receive flow (:mod:`fedex_manager.flows.tasks.receive`).
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_manager.db import api as db
 from fedex_manager import jobs
 from fedex_manager import keys
 from fedex_manager import rpc
 from fedex_manager import states
+from lsrp import exception
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ migration. Credentials: the ``[nova]`` group (keystoneauth options).
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_manager import service_auth
+from lsrp import exception
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ migration keeps that lock (and its reason). A server deleted anyway
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_manager import nova
+from lsrp import exception
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)

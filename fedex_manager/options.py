@@ -1,4 +1,10 @@
-"""Validation and evaluation of a migration's options.
+"""A migration's options: their one schema, its check, what they mean now.
+
+:data:`SCHEMA` (JSON schema, draft 7) is the only place their types,
+limits and defaults are written: fedex-api checks request bodies against
+it (:mod:`fedex_manager.api.schemas` builds from it) and every caller
+passes through :func:`validate`, which checks against the same schema and
+fills in the defaults.
 
 rate_cap        bytes/s for catch-up and export reads (0: none)
 rate_schedule   [{"days": "mon-fri", "start": "08:00", "end": "18:00",
@@ -9,7 +15,9 @@ cutover         "automatic" or "approved" (an operator approves it)
 retention_days  days the source images are kept after the cutover
 parity          devices of a shipment that may be lost
 threshold_bytes a round this small means converged
-max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway
+max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway (at least
+                1: the catch-up always runs one round, see
+                :class:`fedex_manager.flows.tasks.catchup.Rounds`)
 keep_warm_seconds  interval of rounds in READY_FOR_CUTOVER
 shipment_group  a label: migrations with the same one (same terminals)
                 travel in the same shipments (a flock of clones dedups)
@@ -18,109 +26,161 @@ carrier         courier plugin of its shipments (default: [conductor]
 """
 
 import datetime
-import re
 
+import jsonschema
+from stevedore import extension
+
+from fedex_manager import couriers
 from lsrp import exception
 
 DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun']
-DEFAULTS = {'rate_cap': 0, 'rate_schedule': [], 'downtime_budget': 30,
-            'cutover_window': None, 'cutover': 'approved',
-            'retention_days': 7, 'parity': 1,
-            'threshold_bytes': 8 << 20, 'max_rounds': 10,
-            'keep_warm_seconds': 600, 'shipment_group': None,
-            'carrier': None}
+
+
+def _any_case(word):
+    return ''.join('[%s%s]' % (c, c.upper()) for c in word)
+
+
+# "mon-fri", "sat,sun", "Mon-Wed,fri": day names or ranges, any case.
+_DAY = '(%s)' % '|'.join(_any_case(d) for d in DAYS)
+_SPAN = '%s(-%s)?' % (_DAY, _DAY)
+DAYS_SPEC = {'type': 'string', 'pattern': '^%s(,%s)*$' % (_SPAN, _SPAN),
+             'description': 'days like mon-fri or sat,sun'}
+HHMM = {'type': 'string', 'pattern': '^([01][0-9]|2[0-3]):[0-5][0-9]$',
+        'description': 'a time HH:MM (UTC)'}
+LABEL = {'type': ['string', 'null'], 'pattern': '^[A-Za-z0-9._:-]{1,64}$',
+         'description': 'a label (1-64 of A-Z a-z 0-9 . _ : -)'}
+
+
+def _count(default, description, minimum=0):
+    return {'type': 'integer', 'minimum': minimum, 'default': default,
+            'description': description}
+
+
+SCHEMA = {
+    'type': 'object', 'additionalProperties': False,
+    'properties': {
+        'rate_cap': _count(0, 'bytes/s of catch-up and export reads '
+                              '(0: none)'),
+        'rate_schedule': {
+            'type': 'array', 'default': [],
+            'description': 'lower caps at times of the week',
+            'items': {'type': 'object', 'additionalProperties': False,
+                      'required': ['start', 'end', 'rate_cap'],
+                      'properties': {'days': DAYS_SPEC, 'start': HHMM,
+                                     'end': HHMM,
+                                     'rate_cap': _count(0, 'bytes/s')}}},
+        'downtime_budget': _count(30, 'seconds the final delta may take'),
+        'cutover_window': {
+            'type': ['object', 'null'], 'default': None,
+            'additionalProperties': False, 'required': ['start', 'end'],
+            'properties': {'start': HHMM, 'end': HHMM},
+            'description': 'daily window of the cutover (UTC)'},
+        'cutover': {'enum': ['automatic', 'approved'], 'default': 'approved',
+                    'description': 'whether an operator approves it'},
+        'retention_days': _count(7, 'days the source images are kept '
+                                    'after the cutover'),
+        'parity': _count(1, 'devices of a shipment that may be lost'),
+        'threshold_bytes': _count(8 << 20, 'a round this small means '
+                                           'converged'),
+        # 0 would run one round all the same (the check follows it).
+        'max_rounds': _count(10, 'catch-up rounds before '
+                                 'READY_FOR_CUTOVER anyway', minimum=1),
+        'keep_warm_seconds': _count(600, 'interval of rounds in '
+                                         'READY_FOR_CUTOVER'),
+        'shipment_group': dict(LABEL, default=None),
+        'carrier': {'type': ['string', 'null'], 'minLength': 1,
+                    'maxLength': 64, 'default': None,
+                    'description': 'courier plugin of its shipments'},
+    },
+}
+DEFAULTS = {k: v['default'] for k, v in SCHEMA['properties'].items()}
 # Fixed once a migration exists.
 FIXED = ('shipment_group', 'carrier')
-GROUP_RE = re.compile(r'^[A-Za-z0-9._:-]{1,64}$')
+
+
+def _whole(checker, instance):
+    # 1.0 is an integer to JSON Schema; not to the slices and ranges that
+    # use these counts.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_VALIDATOR = jsonschema.validators.extend(
+    jsonschema.Draft7Validator,
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        'integer', _whole))(SCHEMA)
 
 
 def _bad(field, reason):
     raise exception.InvalidInput(field=field, reason=reason)
 
 
-def _hhmm(field, text):
-    try:
-        h, m = str(text).split(':')
-        h, m = int(h), int(m)
-        if not (0 <= h < 24 and 0 <= m < 60):
-            raise ValueError
-    except ValueError:
-        _bad(field, '%r is not a time HH:MM' % (text,))
-    return h * 60 + m
-
-
-def _days(field, text):
-    out = set()
-    for part in str(text).lower().split(','):
-        if '-' in part:
-            a, b = part.split('-', 1)
-            if a not in DAYS or b not in DAYS:
-                _bad(field, '%r: days are %s' % (part, ', '.join(DAYS)))
-            i, j = DAYS.index(a), DAYS.index(b)
-            out.update(DAYS[k % 7] for k in range(i, i + (j - i) % 7 + 1))
-        elif part in DAYS:
-            out.add(part)
+def _field(path):
+    """A jsonschema path as the field's name: rate_schedule[0].days."""
+    out = ''
+    for p in path:
+        if isinstance(p, int):
+            out += '[%d]' % p
         else:
-            _bad(field, '%r: days are %s' % (part, ', '.join(DAYS)))
+            out += '.%s' % p if out else p
     return out
 
 
-def _nonneg_int(field, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        _bad(field, '%r is not a whole number >= 0' % (value,))
+def _raise(error):
+    field = _field(error.absolute_path)
+    if error.validator == 'additionalProperties':
+        known = error.schema['properties']
+        unknown = ', '.join(sorted(set(error.instance) - set(known)))
+        if not field:
+            _bad('options', 'unknown option(s) %s; known: %s' % (
+                unknown, ', '.join(sorted(known))))
+        _bad(field, 'unknown field(s) %s; known: %s' % (
+            unknown, ', '.join(sorted(known))))
+    if error.validator == 'pattern':
+        _bad(field, '%r is not %s' % (error.instance,
+                                      error.schema['description']))
+    _bad(field or 'options', error.message)
 
 
 def _courier(name):
-    from stevedore import extension     # late: only when asked for
-    known = sorted(extension.ExtensionManager(
-        'fedex_manager.couriers').names())
+    known = sorted(extension.ExtensionManager(couriers.NAMESPACE).names())
     if name not in known:
         _bad('carrier', '%r is not a courier plugin; known: %s'
              % (name, ', '.join(known)))
 
 
 def validate(options, partial=False):
-    """Check ``options``; return them with defaults filled in."""
+    """Check ``options`` against :data:`SCHEMA`; InvalidInput naming one.
+
+    Returns them with the defaults filled in (``partial``: as given, for
+    an update merged into the migration's options afterwards).
+    """
     options = dict(options or {})
-    unknown = set(options) - set(DEFAULTS)
-    if unknown:
-        _bad('options', 'unknown option(s) %s; known: %s' % (
-            ', '.join(sorted(unknown)), ', '.join(sorted(DEFAULTS))))
-    for key in ('rate_cap', 'downtime_budget', 'retention_days', 'parity',
-                'threshold_bytes', 'max_rounds', 'keep_warm_seconds'):
-        if key in options:
-            _nonneg_int(key, options[key])
+    # Unknown options first, then the first field in order.
+    errors = sorted(_VALIDATOR.iter_errors(options), key=lambda e: (
+        e.validator != 'additionalProperties',
+        [str(p) for p in e.absolute_path]))
+    if errors:
+        _raise(errors[0])
     if options.get('carrier') is not None:
         _courier(options['carrier'])
-    if 'cutover' in options and options['cutover'] not in ('automatic',
-                                                           'approved'):
-        _bad('cutover', "%r is not 'automatic' or 'approved'"
-             % (options['cutover'],))
-    for i, entry in enumerate(options.get('rate_schedule') or []):
-        field = 'rate_schedule[%d]' % i
-        if not isinstance(entry, dict) or set(entry) - {
-                'days', 'start', 'end', 'rate_cap'}:
-            _bad(field, 'needs days, start, end, rate_cap')
-        _days(field + '.days', entry.get('days', 'mon-sun'))
-        _hhmm(field + '.start', entry.get('start'))
-        _hhmm(field + '.end', entry.get('end'))
-        _nonneg_int(field + '.rate_cap', entry.get('rate_cap'))
-    group = options.get('shipment_group')
-    if group is not None and (not isinstance(group, str) or
-                              not GROUP_RE.match(group)):
-        _bad('shipment_group', '%r is not a label (1-64 of A-Z a-z 0-9 . _ '
-             ': -)' % (group,))
-    window = options.get('cutover_window')
-    if window is not None:
-        if not isinstance(window, dict) or set(window) != {'start', 'end'}:
-            _bad('cutover_window', 'needs {"start": "HH:MM", "end": '
-                 '"HH:MM"} (UTC)')
-        _hhmm('cutover_window.start', window['start'])
-        _hhmm('cutover_window.end', window['end'])
     if partial:
         return options
     out = dict(DEFAULTS)
     out.update(options)
+    return out
+
+
+def _hhmm(text):
+    h, m = str(text).split(':')
+    return int(h) * 60 + int(m)
+
+
+def _days(text):
+    out = set()
+    for part in str(text).lower().split(','):
+        a, _, b = part.partition('-')
+        i, j = DAYS.index(a), DAYS.index(b or a)
+        out.update(DAYS[k % 7] for k in range(i, i + (j - i) % 7 + 1))
     return out
 
 
@@ -131,7 +191,7 @@ def _within(minute, start, end):
 
 
 def rate_cap(options, when=None):
-    """The rate cap in force at ``when`` (UTC).
+    """The rate cap in force at ``when`` (UTC), of validated options.
 
     The schedule's entry covering ``when``, else the migration's cap.
     """
@@ -139,9 +199,8 @@ def rate_cap(options, when=None):
     minute = when.hour * 60 + when.minute
     day = DAYS[when.weekday()]
     for entry in options.get('rate_schedule') or []:
-        if day in _days('days', entry.get('days', 'mon-sun')) and _within(
-                minute, _hhmm('start', entry['start']),
-                _hhmm('end', entry['end'])):
+        if day in _days(entry.get('days', 'mon-sun')) and _within(
+                minute, _hhmm(entry['start']), _hhmm(entry['end'])):
             return entry['rate_cap']
     return options.get('rate_cap') or 0
 
@@ -151,6 +210,5 @@ def in_cutover_window(options, when=None):
     if not window:
         return True
     when = when or datetime.datetime.utcnow()
-    return _within(when.hour * 60 + when.minute,
-                   _hhmm('start', window['start']),
-                   _hhmm('end', window['end']))
+    return _within(when.hour * 60 + when.minute, _hhmm(window['start']),
+                   _hhmm(window['end']))

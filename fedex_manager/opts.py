@@ -37,8 +37,20 @@ conductor_opts = [
     cfg.IntOpt('max_jobs', default=8, min=1,
                help='Jobs (migration phases) one conductor runs at once.'),
     cfg.IntOpt('sweep_interval', default=30, min=1,
-               help='Seconds between sweeps that re-post phases whose job '
-                    'is gone and start keep-warm rounds.'),
+               help='Seconds between runs of each of the sweeper\'s '
+                    'periodic jobs (phases whose job is gone posted again, '
+                    'keep-warm rounds and automatic cutovers, cutovers read '
+                    'back from Nova, cleanups after the retention, courier '
+                    'events, returned devices wiped, lock znodes of ended '
+                    'migrations removed) but the look for deleted servers; '
+                    'also the age under which a migration\'s state change '
+                    'is too fresh to sweep.'),
+    cfg.IntOpt('server_check_interval', default=30, min=1,
+               help='Seconds between the sweeper\'s looks in Nova for '
+                    'servers deleted during their migration (one GET per '
+                    'server of every migration that can still be aborted; '
+                    'a deleted server aborts its migration). Only with '
+                    'compute_driver nova.'),
     cfg.IntOpt('op_poll_interval', default=2, min=1,
                help='Seconds between looks at a terminal operation.'),
     cfg.StrOpt('courier', default='manual',

@@ -1,5 +1,8 @@
 """The ship-or-WAN planner: is FedEx faster and cheaper than the WAN?
 
+(One module past 400 lines on purpose: its models are one derivation that
+reads top to bottom, as ``doc/source/planner.rst`` follows it.)
+
 Pure arithmetic over figures the operator measures or knows; no fitted
 constant. Units: bytes, seconds, bytes per second, one currency.
 

@@ -7,8 +7,8 @@ oslopolicy-* tools use; ``authorize`` is what handlers call.
 from oslo_config import cfg
 from oslo_policy import policy
 
-from lsrp import exception
 from fedex_manager import policies
+from lsrp import exception
 
 _ENFORCER = None
 

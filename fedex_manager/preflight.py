@@ -10,11 +10,12 @@ courier carried its devices.
 
 import collections
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import devices
+from fedex_manager.actions import sites
 from fedex_manager import cloud_preflight
 from fedex_manager.db import api as db
 from fedex_manager import states
+from lsrp import exception
 from lsrp import rbd as lsrp_rbd
 
 Image = collections.namedtuple('Image', 'server_id source dest')
@@ -28,7 +29,7 @@ def _site(ctx, name, field, reasons):
         return db.get(ctx, 'site', name)
     except exception.NotFound:
         reasons.append('%s: no site %s (known: %s)' % (
-            field, name, ', '.join(s['name'] for s in actions.site_list(ctx))
+            field, name, ', '.join(s['name'] for s in sites.site_list(ctx))
             or 'none registered'))
         return None
 
@@ -47,7 +48,7 @@ def _images(servers, pool_map):
 
 
 def _terminals(ctx, site, role, reasons):
-    terms = actions.terminal_list(ctx, site['id'])
+    terms = sites.terminal_list(ctx, site['id'])
     if not terms:
         reasons.append('%s site %s has no terminal; register one' % (
             role, site['name']))
@@ -139,7 +140,7 @@ def check(ctx, servers, source_site, dest_site, pool_map=None,
         _destination_room(dst, images, sizes, reasons)
     total = sum(sizes.values())
     if src:
-        blank = [d for t in src_terms for d in actions.device_list(
+        blank = [d for t in src_terms for d in devices.device_list(
             ctx, {'terminal_id': t['id'], 'state': states.D_BLANK})]
         capacity = sum(d['capacity_bytes'] or 0 for d in blank)
         # Parity devices hold no data: the largest ones may be lost.

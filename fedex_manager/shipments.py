@@ -17,9 +17,10 @@ so that each shipment's data fits the capacity of its device set
 one device set together span several shipments.
 """
 
-from lsrp import exception
+from fedex_manager import custody
 from fedex_manager.db import api as db
 from fedex_manager import states
+from lsrp import exception
 
 # States in which a migration still needs its shipments' devices (their
 # data is not imported yet).
@@ -94,7 +95,6 @@ def check_join(ctx, group, source_terminal_id, dest_terminal_id):
 
 def still_needed(ctx, shipment_id, but=None):
     """Migrations other than ``but`` that still need the shipment's data."""
-    from fedex_manager import custody
     return [x for x in custody.migrations_of(ctx, shipment_id)
             if x['id'] != but and (
                 x['state'] in NEEDS_DEVICES or

@@ -27,13 +27,13 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from lsrp import cmdline
-from lsrp import exception
 from fedex_sandbox import demo as demo_mod
 from fedex_sandbox import layers as layers_mod
 from fedex_sandbox import opts
 from fedex_sandbox import sandbox as sandbox_mod
 from fedex_sandbox import wan
+from lsrp import cmdline
+from lsrp import exception
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -292,7 +292,10 @@ def main(argv=None):
          usage=cmdline.usage('fedex-sandbox', '[OPTIONS] COMMAND [ARGS]',
                              COMMAND_LIST, USAGE),
          default_config_files=[])
-    logging.setup(CONF, 'fedex-sandbox')
+    # The sandbox's progress lines ("sandbox up in ..."); the manager's and
+    # the engine's warnings (the demos run them in this process).
+    cmdline.setup_logging(CONF, 'fedex-sandbox', [
+        'fedex_sandbox=INFO', 'fedex_manager=WARN', 'lsrp=WARN'])
     sb = sandbox_mod.Sandbox.from_conf(CONF)
     try:
         return COMMANDS[CONF.command.name](sb)

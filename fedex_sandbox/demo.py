@@ -23,14 +23,14 @@ import threading
 import time
 import uuid
 
+from fedex_sandbox import sandbox as sandbox_mod
+from fedex_sandbox import wan
 from lsrp import catchup
 from lsrp.device import export
 from lsrp.device import importer
 from lsrp.device import keystore
 from lsrp.protocol import client as client_mod
 from lsrp.rbd import Cluster
-from fedex_sandbox import sandbox as sandbox_mod
-from fedex_sandbox import wan
 from lsrp.server import service
 from lsrp import tls
 

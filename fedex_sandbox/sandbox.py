@@ -10,11 +10,11 @@ import time
 
 from oslo_log import log as logging
 
-from lsrp import exception
-from lsrp import fileutils
 from fedex_sandbox import opts as opts_mod
 from fedex_sandbox.services import shared as shared_mod
 from fedex_sandbox import site as site_mod
+from lsrp import exception
+from lsrp import fileutils
 from lsrp import tls
 
 LOG = logging.getLogger(__name__)

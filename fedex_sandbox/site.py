@@ -20,9 +20,9 @@ import uuid
 
 from oslo_log import log as logging
 
+from fedex_sandbox import processes
 from lsrp import exception
 from lsrp import fileutils
-from fedex_sandbox import processes
 
 LOG = logging.getLogger(__name__)
 

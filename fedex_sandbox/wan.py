@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 
-from lsrp import exception
 from fedex_sandbox import processes
+from lsrp import exception
 
 
 def _ip(*args, ns=None, check=True):

@@ -15,7 +15,6 @@ digest), 2 usage or any other error.
 
 import asyncio
 import json
-import logging as std_logging
 import ssl
 import sys
 
@@ -577,24 +576,23 @@ def main(argv=None):
          usage=cmdline.usage('lsrp', '[OPTIONS] COMMAND [ARGS]',
                              COMMAND_LIST, EXIT_CODES),
          default_config_files=cfg.find_config_files('lsrp'))
-    logging.setup(CONF, 'lsrp')
-    quiet_terminal_logs()
+    setup_logging()
     args = CONF.command
     cmdline.apply_settings(CONF, cmdline.SETTING_FLAGS, args)
     return run_command(args)
 
 
-def quiet_terminal_logs():
+def setup_logging():
     """On stderr, only warnings and errors unless --debug.
 
     The report and progress lines are then not interleaved with INFO
-    lines. A --log-file gets everything from INFO up. asyncio's warnings
-    go too: "SSL connection is closed" comes from writes after the peer
-    hung up, which the command's own error line already says.
+    lines. A --log-file gets lsrp's from INFO up. Libraries log only their
+    errors: asyncio's warnings go too ("SSL connection is closed" comes
+    from writes after the peer hung up, which the command's own error line
+    already says).
     """
-    if not CONF.debug and not CONF.log_file:
-        std_logging.getLogger('lsrp').setLevel(std_logging.WARNING)
-        std_logging.getLogger('asyncio').setLevel(std_logging.ERROR)
+    cmdline.setup_logging(CONF, 'lsrp', [
+        'lsrp=INFO' if CONF.log_file else 'lsrp=WARN'])
 
 
 def run_command(args):

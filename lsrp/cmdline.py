@@ -3,6 +3,8 @@
 * ``--help`` starts with the commands, one line each (``usage``); oslo.log's
   flags still work but are listed only by ``--help-all``
   (``register_logging``).
+* On the terminal, a command's answer and the project's own lines; the
+  libraries' only with ``--debug`` (``setup_logging``).
 * Every subcommand has a description and an example (``add_command``).
 * A setting that both ``lsrp`` and ``lsrp-server`` take on the command line
   has one spelling (``SETTING_FLAGS``): ``--ceph-conf`` sets ``[ceph]
@@ -11,6 +13,7 @@
 
 import argparse
 import collections
+import logging as std_logging
 import textwrap
 
 from oslo_config import cfg
@@ -149,6 +152,26 @@ def register_logging(conf, argv):
     conf.register_opts(log_options.logging_cli_opts)
     conf.register_opts(log_options.generic_log_opts)
     conf.register_opts(log_options.log_opts)
+
+
+def setup_logging(conf, prog, levels):
+    """oslo.log's setup for a command read on a terminal.
+
+    ``levels``: ``default_log_levels`` pairs of the project's loggers, e.g.
+    ``['fedex_sandbox=INFO', 'lsrp=WARN']``: the command's own progress
+    lines and the project's warnings. Every other logger (the libraries':
+    oslo.service's backend, alembic's steps, kazoo's connection states,
+    taskflow's warnings on SQLite...) and Python's warnings show only their
+    errors unless ``--debug``. A ``default_log_levels`` set in a
+    configuration file wins.
+    """
+    if not conf.debug:
+        # 'root': the level of every logger not listed.
+        conf.set_default('default_log_levels', ['root=ERROR'] + list(levels))
+    # Warnings raised once the command runs (a library imported late) are
+    # log records of 'py.warnings': they follow the levels above.
+    std_logging.captureWarnings(True)
+    logging.setup(conf, prog)
 
 
 def add_command(subparsers, prog, command, description=None):

@@ -33,6 +33,12 @@ class CephError(FedexException):
     message = "%(site)s: %(operation)s failed on %(target)s: %(reason)s"
 
 
+class CephBindingsMissing(FedexException):
+    message = ("the Ceph Python bindings are missing: %(module)s cannot be "
+               "imported; install Debian's %(package)s (not on PyPI; "
+               "tools/link_ceph_bindings.py links it into a virtualenv)")
+
+
 class ClusterConnectError(CephError):
     message = ("%(site)s: cannot connect to the Ceph cluster with conf %(conf)s "
                "as client.%(client)s: %(reason)s")

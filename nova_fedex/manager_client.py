@@ -4,7 +4,8 @@ Nova's side needs two things from the manager: the *cutover plan* of a
 server (is its migration ready, where every disk lands at site B, which
 terminal takes the final delta) and a way to *report* what happened during
 the cutover. :class:`ManagerClient` is that interface; :class:`FedexApiClient`
-implements it over fedex-api (Keystone service type ``vm-shipping``).
+implements it over fedex-api (Keystone service type ``vm-shipping``) with
+fedexclient.
 
 REST contract (implemented by the manager's API, see doc/source/nova.rst):
 
@@ -16,13 +17,16 @@ REST contract (implemented by the manager's API, see doc/source/nova.rst):
 
 import collections
 
+from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
+from fedexclient import client as fedex_client
+from fedexclient import exceptions as fedex_exc
 from lsrp import exception
 
 LOG = logging.getLogger(__name__)
 
-SERVICE_TYPE = 'vm-shipping'
+SERVICE_TYPE = fedex_client.SERVICE_TYPE
 # The manager's migration state in which Nova may cut over (MANAGER.md:
 # ready_for_cutover --'cutover'--> cutting_over, then the manager calls
 # Nova's live migration).
@@ -121,57 +125,47 @@ class ManagerClient(object):
 
 
 class FedexApiClient(ManagerClient):
-    """:class:`ManagerClient` over fedex-api with a keystoneauth session."""
+    """:class:`ManagerClient` over fedex-api, with fedexclient.
+
+    The keystoneauth adapter is nova.conf's ``[fedex]``.
+    """
 
     def __init__(self, conf, group='fedex'):
-        from keystoneauth1 import loading as ks_loading
-
         auth = ks_loading.load_auth_from_conf_options(conf, group)
         session = ks_loading.load_session_from_conf_options(
             conf, group, auth=auth)
-        self._adapter = ks_loading.load_adapter_from_conf_options(
+        adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth)
-
-    def _request(self, method, url, what, **kw):
-        from keystoneauth1 import exceptions as ks_exc
-
-        try:
-            return self._adapter.request(url, method, raise_exc=False,
-                                         **kw)
-        except ks_exc.ClientException as e:
-            raise exception.ManagerUnavailable(request=what, reason=e,
-                                               cause=e)
+        self._client = fedex_client.Client(adapter=adapter)
 
     def get_cutover(self, context, instance):
         what = 'GET the cutover plan of server %s' % instance.uuid
-        resp = self._request('GET', '/v1/servers/%s/cutover' % instance.uuid,
-                             what)
-        if resp.status_code == 404:
+        try:
+            body = self._client.cutover.get(instance.uuid)
+        except fedex_exc.NotFound:
             return None
-        if resp.status_code != 200:
-            raise exception.ManagerUnavailable(
-                request=what, reason='HTTP %d: %s' % (resp.status_code,
-                                                      resp.text[:200]))
-        return CutoverPlan.from_dict(resp.json()['cutover'])
+        except fedex_exc.HttpError as e:
+            raise exception.ManagerUnavailable(request=what,
+                                               reason=e.summary)
+        except fedex_exc.ClientException as e:
+            raise exception.ManagerUnavailable(request=what, reason=e,
+                                               cause=e)
+        return CutoverPlan.from_dict(body)
 
     def report(self, context, plan, event, host, **details):
         what = 'the %s event of migration %s' % (event, plan.migration_id)
         try:
-            resp = self._request(
-                'POST', '/v1/migrations/%s/cutover-events' %
-                plan.migration_id, what,
-                json={'event': event, 'host': host, 'details': details})
-            if resp.status_code >= 300:
-                raise exception.ManagerUnavailable(
-                    request=what, reason='HTTP %d' % resp.status_code)
-        except exception.ManagerUnavailable as e:
+            self._client.cutover.report(plan.migration_id, event, host,
+                                        details)
+        except fedex_exc.ClientException as e:
+            reason = ('HTTP %d' % e.status
+                      if isinstance(e, fedex_exc.HttpError) else e)
             LOG.warning('%s (the manager reconciles from the Nova '
-                        'migration record)', e)
+                        'migration record)', exception.ManagerUnavailable(
+                            request=what, reason=reason, cause=e))
 
 
 def register_opts(conf, group='fedex'):
-    from keystoneauth1 import loading as ks_loading
-
     ks_loading.register_session_conf_options(conf, group)
     ks_loading.register_auth_conf_options(conf, group)
     ks_loading.register_adapter_conf_options(conf, group)
@@ -179,8 +173,6 @@ def register_opts(conf, group='fedex'):
 
 
 def list_opts():
-    from keystoneauth1 import loading as ks_loading
-
     opts = (ks_loading.get_session_conf_options() +
             ks_loading.get_auth_common_conf_options() +
             ks_loading.get_adapter_conf_options(include_deprecated=False))

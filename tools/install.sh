@@ -69,7 +69,8 @@ fi
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q -c upper-constraints.txt -e . tox \
+.venv/bin/python -m pip install -q -c upper-constraints.txt \
+    -e '.[server,client,dashboard,plot]' -r test-requirements.txt tox \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 # mysqlclient (the C MySQL driver, GPL-2.0) is no requirement of this
 # Apache-2.0 project: a deployment picks its driver in [database]
@@ -91,7 +92,7 @@ if [ -n "$OPENSTACK" ]; then
     .venv-openstack/bin/python -m pip install -q --no-deps -e . \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
-        -r requirements.txt \
+        -e '.[server,client,dashboard]' \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
         mysqlclient

@@ -50,7 +50,7 @@ not_called() {
     load_plugin
     phase stack install
     called install_package ceph-common python3-rados python3-rbd
-    called setup_develop "$REPO"
+    called setup_develop "$REPO" server,client,dashboard
     called python "$REPO/tools/link_ceph_bindings.py"
     called python -c "import fedex_dashboard"
 }

@@ -1,5 +1,8 @@
 """``lsrp-agent``: a terminal's side of the manager.
 
+(Past 400 lines by its service wrapper; the operations themselves are in
+:mod:`fedex_manager.agent.ops`.)
+
 One per terminal. It serves the RPC topic ``fedex-terminal.<name>`` (start,
 status, cancel of operations; see :mod:`fedex_manager.agent.ops`), runs
 the terminal's lsrp-server (LSRP over TLS, for catch-up rounds from other
@@ -12,6 +15,10 @@ start. A start for an operation that is running or done returns its state
 cut short by the agent's death (``kill -9``), runs again, and the engine
 resumes it from its own journal.
 
+It runs under oslo.service's launcher as ``fedex-conductor`` does
+(:mod:`fedex_manager.cmd.launcher`): ``SIGTERM`` stops it, ``SIGHUP``
+starts it again with the mutable options read again.
+
     lsrp-agent --config-file terminal.conf
 """
 
@@ -20,7 +27,6 @@ import ctypes
 import datetime
 import json
 import os
-import signal
 import socket
 import ssl
 import sys
@@ -30,12 +36,14 @@ import traceback
 
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_service import service as oslo_service
 
-from lsrp.device import keystore as engine_keystore  # noqa: H306
-from lsrp import exception
+from fedex_manager.agent import ops as ops_mod
+from fedex_manager.cmd import launcher
 from fedex_manager import keys as keys_mod
 from fedex_manager import rpc
-from fedex_manager.agent import ops as ops_mod
+from lsrp.device import keystore as engine_keystore
+from lsrp import exception
 from lsrp import opts as lsrp_opts
 from lsrp.rbd import Cluster
 from lsrp.server import service
@@ -228,11 +236,8 @@ class Agent(object):
         self.conf = conf
         self.terminal = Terminal(conf)
         self.store = OpStore(os.path.join(self.terminal.state_dir, 'ops'))
-        self.manager = rpc.ManagerAPI(self.terminal.name, conf)
-        self.endpoint = AgentEndpoint(self.terminal, self.store,
-                                      self.manager)
+        self.manager = self.endpoint = self.rpc_server = None
         self.stop_event = threading.Event()
-        self.rpc_server = None
 
     def info(self):
         # When the slots were listed: the manager ignores a device listed
@@ -318,10 +323,15 @@ class Agent(object):
             await server.stop()
         asyncio.run(run())
 
-    def run(self):
-        self.rpc_server = rpc.server(
-            [self.endpoint], rpc.terminal_topic(self.terminal.name, self.conf),
-            self.terminal.name, self.conf)
+    def start(self):
+        # The messaging client and server are made here, in the process
+        # that uses them: the launcher's worker, not its master.
+        self.manager = rpc.ManagerAPI(self.terminal.name, self.conf)
+        self.endpoint = AgentEndpoint(self.terminal, self.store,
+                                      self.manager)
+        topic = rpc.terminal_topic(self.terminal.name, self.conf)
+        self.rpc_server = rpc.server([self.endpoint], topic,
+                                     self.terminal.name, self.conf)
         self.rpc_server.start()
         threads = [threading.Thread(target=self.heartbeats, daemon=True)]
         if self.conf.agent.serve_lsrp:
@@ -329,12 +339,44 @@ class Agent(object):
                                             daemon=True))
         for t in threads:
             t.start()
-        print('lsrp-agent %s: serving %s' % (
-            self.terminal.name, rpc.terminal_topic(self.terminal.name, self.conf)),
-            flush=True)
-        self.stop_event.wait()
-        self.rpc_server.stop()
-        self.rpc_server.wait()
+        print('lsrp-agent %s: serving %s' % (self.terminal.name, topic),
+              flush=True)
+
+    def stop(self):
+        # Running operations are not waited for: they run again when the
+        # manager starts them again (see the module's docstring).
+        self.stop_event.set()
+        if self.rpc_server is not None:
+            self.rpc_server.stop()
+            self.rpc_server.wait()
+
+
+class AgentService(oslo_service.Service):
+    """The agent as an oslo.service service (see ``launcher``)."""
+
+    def __init__(self, agent):
+        super().__init__()
+        self.agent = agent
+        # Made in the launcher's master process, before it forks a worker.
+        self.master_pid = os.getpid()
+
+    def start(self):
+        super().start()
+        self.agent.start()
+
+    def stop(self, graceful=False):
+        if os.getppid() != self.master_pid != os.getpid():
+            # The master was killed (kill -9): the worker goes at once, as
+            # the agent did when it was one process. Stopping cleanly could
+            # overlap with an agent started again meanwhile (its LSRP port,
+            # its operations); a crash leaves nothing the next start does
+            # not recover (operations run again from the engine's journal).
+            os._exit(1)
+        self.agent.stop()
+        super().stop(graceful)
+
+    def wait(self):
+        self.agent.stop_event.wait()
 
 
 def _capacity(path):
@@ -355,16 +397,8 @@ def main(argv=None):
     register_opts(CONF)
     CONF(sys.argv[1:] if argv is None else argv, project='lsrp',
          prog='lsrp-agent')
-    logging.setup(CONF, 'lsrp-agent')
-    agent = Agent(CONF)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *a: agent.stop_event.set())
-    try:
-        agent.run()
-    except exception.FedexException as e:
-        print('lsrp-agent: error: %s' % e, file=sys.stderr)
-        return 2
-    return 0
+    launcher.setup_logging(CONF, 'lsrp-agent')
+    return launcher.launch('lsrp-agent', AgentService(Agent(CONF)), CONF)
 
 
 if __name__ == '__main__':

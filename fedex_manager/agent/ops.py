@@ -19,6 +19,7 @@ import time
 
 from oslo_log import log as logging
 
+from fedex_manager import keys as keys_mod
 from lsrp import access
 from lsrp import catchup
 from lsrp.device import deviceset as deviceset_mod
@@ -26,7 +27,6 @@ from lsrp.device import export as export_mod
 from lsrp.device import importer as importer_mod
 from lsrp.device import verify as verify_mod
 from lsrp import exception
-from fedex_manager import keys as keys_mod
 from lsrp import progress as progress_mod
 from lsrp.protocol import sender as sender_mod
 from lsrp.server import records

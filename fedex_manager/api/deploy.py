@@ -7,7 +7,7 @@ from oslo_log import log as logging
 
 from fedex_manager.api import app as app_mod
 from fedex_manager.api import opts as api_opts
-from fedex_manager import conductor
+from fedex_manager.conductor import jobboard
 from fedex_manager.db import api as db
 from fedex_manager import opts as manager_opts
 from fedex_manager import policy
@@ -37,6 +37,6 @@ def init_application(conf=cfg.CONF, config_files=None):
     if conf.api.post_jobs:
         # NOTE: per worker (uwsgi --lazy-apps): ZooKeeper's client threads
         # would not survive a fork.
-        conductor.install_poster(conf)
+        jobboard.install_poster(conf)
     LOG.info('fedex-api ready (auth %s)', conf.api.auth_strategy)
     return app_mod.deploy(conf)

@@ -1,42 +1,30 @@
-"""JSON schemas of the request bodies (draft 7, no extra fields)."""
+"""JSON schemas of the request bodies (draft 7, no extra fields).
+
+Limits the manager knows too are not written here: a migration's options
+are :data:`fedex_manager.options.SCHEMA`'s, image names, serials and
+carrier events those of the action modules that use them.
+"""
+
+from fedex_manager.actions import devices
+from fedex_manager.actions import migrations
+from fedex_manager.actions import shipping
+from fedex_manager import options
 
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 ID = {'type': 'string', 'minLength': 1, 'maxLength': 64}
 NONNEG_INT = {'type': 'integer', 'minimum': 0}
-HHMM = {'type': 'string', 'pattern': '^[0-2][0-9]:[0-5][0-9]$'}
 TIMESTAMP = {'type': 'string', 'format': 'date-time', 'minLength': 10}
 
-RATE_SCHEDULE = {
-    'type': 'array',
-    'items': {'type': 'object', 'additionalProperties': False,
-              'required': ['start', 'end', 'rate_cap'],
-              'properties': {'days': {'type': 'string'}, 'start': HHMM,
-                             'end': HHMM, 'rate_cap': NONNEG_INT}},
-}
-CUTOVER_WINDOW = {
-    'oneOf': [{'type': 'null'},
-              {'type': 'object', 'additionalProperties': False,
-               'required': ['start', 'end'],
-               'properties': {'start': HHMM, 'end': HHMM}}]}
+# shipment_group is given by a wave made in one shipment
+# (actions.migrations.migrations_create), not by an API caller.
+OPTIONS = dict(options.SCHEMA, properties={
+    k: v for k, v in options.SCHEMA['properties'].items()
+    if k != 'shipment_group'})
+# What a running migration's PATCH may change.
+UPDATABLE_OPTIONS = ('rate_cap', 'rate_schedule', 'downtime_budget',
+                     'cutover_window', 'cutover')
 
-OPTIONS = {
-    'type': 'object', 'additionalProperties': False,
-    'properties': {
-        'rate_cap': NONNEG_INT,
-        'rate_schedule': RATE_SCHEDULE,
-        'downtime_budget': NONNEG_INT,
-        'cutover_window': CUTOVER_WINDOW,
-        'cutover': {'enum': ['automatic', 'approved']},
-        'retention_days': NONNEG_INT,
-        'parity': NONNEG_INT,
-        'threshold_bytes': NONNEG_INT,
-        'max_rounds': {'type': 'integer', 'minimum': 1},
-        'keep_warm_seconds': NONNEG_INT,
-        'carrier': {'type': 'string', 'minLength': 1, 'maxLength': 64},
-    },
-}
-
-IMAGE_SPEC = {'type': 'string', 'pattern': '^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$'}
+IMAGE_SPEC = migrations.IMAGE_SPEC
 SERVER = {
     'oneOf': [
         ID,
@@ -82,9 +70,8 @@ MIGRATION_CREATE = {
 
 MIGRATION_UPDATE = {
     'type': 'object', 'additionalProperties': False, 'minProperties': 1,
-    'properties': dict({k: OPTIONS['properties'][k] for k in (
-        'rate_cap', 'rate_schedule', 'downtime_budget', 'cutover_window',
-        'cutover')}, name=NAME),
+    'properties': dict({k: OPTIONS['properties'][k]
+                        for k in UPDATABLE_OPTIONS}, name=NAME),
 }
 
 MIGRATION_ACTION = {
@@ -107,7 +94,7 @@ CARRIER_EVENT_ALIASES = {'handed_to_carrier': 'hand_over',
                          'delivered': 'deliver', 'lost': 'lose',
                          'damaged': 'damage', 'returned': 'return'}
 CARRIER_EVENTS = sorted(set(CARRIER_EVENT_ALIASES)
-                        | set(CARRIER_EVENT_ALIASES.values()))
+                        | set(shipping.CARRIER_EVENTS))
 SHIPMENT_EVENT = {
     'type': 'object', 'additionalProperties': False, 'required': ['event'],
     'properties': {
@@ -129,8 +116,7 @@ SHIPMENT_EVENT = {
 DEVICE_CREATE = {
     'type': 'object', 'additionalProperties': False,
     'required': ['serial', 'capacity_bytes', 'terminal'],
-    'properties': {'serial': {'type': 'string', 'minLength': 1,
-                              'maxLength': 128},
+    'properties': {'serial': devices.SERIAL,
                    'capacity_bytes': {'type': 'integer', 'minimum': 1},
                    'terminal': NAME, 'slot': NONNEG_INT,
                    'path': {'type': 'string', 'maxLength': 1024}},

@@ -9,10 +9,11 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_manager.db import api as db
 from fedex_manager.db import migration
 from fedex_manager import opts
+from lsrp import cmdline
+from lsrp import exception
 
 CONF = cfg.CONF
 
@@ -50,7 +51,9 @@ def main(argv=None):
         'command', title='Commands', handler=add_parsers))
     CONF(sys.argv[1:] if argv is None else argv, project='fedex',
          prog='fedex-manage')
-    logging.setup(CONF, 'fedex-manage')
+    # Its answer is printed; alembic's steps are logged with --debug.
+    cmdline.setup_logging(CONF, 'fedex-manage',
+                          ['fedex_manager=INFO', 'lsrp=WARN'])
     if not CONF.database.connection:
         CONF.set_override('connection', 'sqlite:///%s/manager.sqlite'
                           % CONF.manager.state_path, group='database')

@@ -4,8 +4,8 @@ A courier has ``dispatch(ctx, shipment) -> tracking number`` (the sealed
 shipment is given to it) and ``poll(ctx, shipment) -> [events]``: the
 carrier events due, each ``{"event", "seq", "occurred_at", "location",
 "devices_missing"}``, which the conductor's sweeper records through
-``actions.carrier_event`` (so duplicates and out-of-order events are
-handled in one place).
+``fedex_manager.actions.shipping.carrier_event`` (so duplicates and
+out-of-order events are handled in one place).
 """
 
 from stevedore import driver

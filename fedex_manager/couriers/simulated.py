@@ -24,6 +24,7 @@ import uuid
 
 from oslo_config import cfg
 
+from fedex_manager.actions import devices
 from fedex_manager.db import api as db
 
 CONF = cfg.CONF
@@ -132,8 +133,7 @@ class SimulatedCourier(object):
                 _swap_label(target)
             # Plugged in: registered now, as the destination agent's next
             # heartbeat would (the custody check need not wait for it).
-            from fedex_manager import actions
-            actions.device_register(ctx, d['serial'], dest_terminal['name'],
+            devices.device_register(ctx, d['serial'], dest_terminal['name'],
                                     d.get('capacity_bytes') or 0, d['slot'],
                                     target)
 

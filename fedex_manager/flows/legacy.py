@@ -41,4 +41,6 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install():
     """Serve the old import paths (idempotent)."""
     if not any(isinstance(f, _Alias) for f in sys.meta_path):
-        sys.meta_path.append(_Alias())
+        # NOTE: first, before the path finder: it would find the old name's
+        # sub-packages in the new package's __path__ and load copies.
+        sys.meta_path.insert(0, _Alias())

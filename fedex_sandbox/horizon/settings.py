@@ -11,8 +11,8 @@ sandbox gives through the environment:
 import os
 
 from openstack_dashboard import enabled
-from openstack_dashboard.settings import *  # noqa: F401,F403
 from openstack_dashboard import settings as base
+from openstack_dashboard.settings import *  # noqa: F401,F403
 from openstack_dashboard.utils import settings as settings_utils
 
 from fedex_dashboard import enabled as fedex_enabled

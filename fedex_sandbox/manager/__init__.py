@@ -26,12 +26,12 @@ import os
 
 from oslo_config import cfg
 
-from lsrp import exception
-from fedex_manager import conductor
+from fedex_manager.conductor import jobboard
 from fedex_manager.db import api as db
-from fedex_sandbox.manager import deploy
 from fedex_manager import opts
+from fedex_sandbox.manager import deploy
 from fedex_sandbox.services import base as services_base
+from lsrp import exception
 
 SITES = ('site-a', 'site-b')
 TERMINAL_OFFSETS = {'site-a': 300, 'site-b': 301}
@@ -82,14 +82,14 @@ class SandboxManager(services_base.ServiceSet):
         What a demo needs to create migrations and read their events: the
         manager's database and its jobboard (to post the first phase).
 
-        :returns: ``(backend, board)`` of ``conductor.install_poster``.
+        :returns: ``(backend, board)`` of ``jobboard.install_poster``.
         """
         conf = cfg.ConfigOpts()
         opts.register_opts(conf)
         conf(['--config-file', os.path.join(self.dep.work, 'manage.conf')],
              project=project)
         db.configure(conf.database.connection)
-        return conductor.install_poster(conf)
+        return jobboard.install_poster(conf)
 
     def drives_nova(self):
         """True when the conductor asks Nova for the cutover."""
@@ -115,7 +115,7 @@ class SandboxManager(services_base.ServiceSet):
     def configure(self):
         # Heavy imports (SQLAlchemy, oslo.messaging) only when needed: a
         # second 'fedex-sandbox up' stays quick.
-        from fedex_manager import actions
+        from fedex_manager.actions import sites as site_actions
         from fedex_manager import context
         from fedex_manager.db import api as db
         d = self.dep
@@ -133,9 +133,9 @@ class SandboxManager(services_base.ServiceSet):
                         'aggregate': site, 'availability_zone': site})
             except exception.NotFound:
                 s = self.sb.site(site)
-                actions.site_register(ctx, site, ceph_conf=s.conf,
-                                      ceph_keyring=s.keyring,
-                                      availability_zone=site, aggregate=site)
+                site_actions.site_register(ctx, site, ceph_conf=s.conf,
+                                           ceph_keyring=s.keyring,
+                                           availability_zone=site, aggregate=site)
         d.make_slots('site-a', DEVICES_PER_SITE)
         os.makedirs(d.slots_dir('site-b'), exist_ok=True)
 

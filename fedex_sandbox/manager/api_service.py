@@ -37,8 +37,8 @@ def c_driver(url, python):
 
 
 def conf_text(cloud):
-    from fedex_sandbox.manager import deploy
     from fedex_sandbox import manager as manager_sandbox
+    from fedex_sandbox.manager import deploy
     secrets = cloud.shared.secrets()
     manager = manager_sandbox.SandboxManager(cloud.sandbox).dep
     sections = manager.common()

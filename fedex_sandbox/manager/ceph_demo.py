@@ -13,15 +13,20 @@ import os
 import time
 import uuid
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import cutover as cutover_actions
+from fedex_manager.actions import devices as device_actions
+from fedex_manager.actions import events as event_actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import migrations
+from fedex_manager.actions import sites as site_actions
 from fedex_manager import context
 from fedex_manager.db import api as db
+from fedex_manager import states
+from fedex_sandbox import demo as direct_demo
 from fedex_sandbox import manager as sandbox_mod
 from fedex_sandbox.manager import event_follower
-from fedex_manager import states
+from lsrp import exception
 from lsrp.rbd import Cluster
-from fedex_sandbox import demo as direct_demo
 
 MiB = 1 << 20
 
@@ -70,8 +75,8 @@ class ManagerDemo(object):
     def _ready_terminals(self):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            terms = actions.terminal_list(self.ctx)
-            blank = actions.device_list(self.ctx, {'state': 'BLANK'})
+            terms = site_actions.terminal_list(self.ctx)
+            blank = device_actions.device_list(self.ctx, {'state': 'BLANK'})
             if len(terms) == 2 and all(t['health'] == 'UP' for t in terms) \
                     and len(blank) >= sandbox_mod.DEVICES_PER_SITE:
                 return
@@ -105,7 +110,7 @@ class ManagerDemo(object):
         out = self.out
         # Images with no server: no Nova at the cutover, even in a
         # sandbox whose conductor drives the mini-cloud's Nova.
-        m = actions.migration_create(
+        m = migrations.migration_create(
             self.ctx, None, 'site-a', 'site-b',
             volumes=[{'source_image': spec} for spec in self.specs],
             name='demo-%s' % self.id,
@@ -118,8 +123,8 @@ class ManagerDemo(object):
             % (time.monotonic() - begin))
         paused = time.monotonic()
         writer.pause()
-        actions.migration_approve_cutover(self.ctx, m['id'])
-        actions.migration_cutover_start(self.ctx, m['id'])
+        cutover_actions.migration_approve_cutover(self.ctx, m['id'])
+        cutover_actions.migration_cutover_start(self.ctx, m['id'])
         m = self._wait(m, (states.COMPLETED,))
         pause = time.monotonic() - paused
         a, b = self.sb.site('site-a'), self.sb.site('site-b')
@@ -129,12 +134,12 @@ class ManagerDemo(object):
                                           m['last_snapshot']))
             for v in m['volumes'])
         # Compared: now the cleanup, without waiting for the retention.
-        actions.migration_cleanup(self.ctx, m['id'])
+        lifecycle.migration_cleanup(self.ctx, m['id'])
         m = self._wait(m, (states.CLEANED,))
-        shown = actions.migration_show(self.ctx, m['id'])
+        shown = migrations.migration_show(self.ctx, m['id'])
         ship = shown['shipments'][0] if shown['shipments'] else {}
         exported = [o for o in shown['operations'] if o['kind'] == 'export']
-        rounds = [e for e in actions.events_query(
+        rounds = [e for e in event_actions.events_query(
             self.ctx, migration=m['id'], kind='progress', limit=1000)
             if (e.get('details') or {}).get('wire_bytes') is not None]
         summary = {

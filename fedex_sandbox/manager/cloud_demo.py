@@ -27,15 +27,19 @@ import threading
 import time
 import uuid
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import devices as device_actions
+from fedex_manager.actions import events as event_actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import migrations
+from fedex_manager.actions import sites as site_actions
 from fedex_manager import context
 from fedex_manager.db import api as db
+from fedex_manager import states
 from fedex_sandbox import manager as sandbox_mod
 from fedex_sandbox.manager import event_follower
-from fedex_manager import states
-from lsrp.rbd import Cluster
 from fedex_sandbox.services import guest_reader
+from lsrp import exception
+from lsrp.rbd import Cluster
 from lsrp.server import records
 
 MiB = 1 << 20
@@ -119,9 +123,9 @@ class CloudDemo(object):
         site_a = db.get(self.ctx, 'site', 'site-a')['id']
 
         def ready():
-            terms = actions.terminal_list(self.ctx)
+            terms = site_actions.terminal_list(self.ctx)
             blank = [d for t in terms if t['site_id'] == site_a
-                     for d in actions.device_list(
+                     for d in device_actions.device_list(
                          self.ctx, {'terminal_id': t['id'],
                                     'state': states.D_BLANK})]
             return len(terms) == 2 and all(
@@ -237,7 +241,7 @@ class CloudDemo(object):
         # final state against B's at the resume): its event.
         checked = self._final_state_event(m)
         out('  nova_fedex after the resume: %s' % checked)
-        detail = actions.migration_show(self.ctx, m['id'], events_limit=0)
+        detail = migrations.migration_show(self.ctx, m['id'], events_limit=0)
         exported = [o for o in detail['operations'] if o['kind'] == 'export']
         report = {
             'migration': m['id'], 'state': m['state'],
@@ -322,8 +326,8 @@ class CloudDemo(object):
         """nova_fedex's ``final_state_*`` event (it follows COMPLETED)."""
         deadline = time.monotonic() + timeout
         while True:
-            for e in actions.events_query(self.ctx, migration=m['id'],
-                                          limit=1000):
+            for e in event_actions.events_query(self.ctx, migration=m['id'],
+                                                limit=1000):
                 event = (e.get('details') or {}).get('event') or ''
                 if event.startswith('final_state_'):
                     return event
@@ -334,8 +338,8 @@ class CloudDemo(object):
     def wan_bytes(self, m):
         """Bytes the WAN carried: every catch-up round and the final delta."""
         total = 0
-        for e in actions.events_query(self.ctx, migration=m['id'],
-                                      limit=1000):
+        for e in event_actions.events_query(self.ctx, migration=m['id'],
+                                            limit=1000):
             d = e.get('details') or {}
             if e['kind'] == 'progress' and d.get('wire_bytes') is not None:
                 total += d['wire_bytes']
@@ -356,8 +360,8 @@ class CloudDemo(object):
                 try:
                     if db.get(self.ctx, 'migration', self.migration_id)[
                             'state'] == states.COMPLETED:
-                        actions.migration_cleanup(self.ctx,
-                                                  self.migration_id)
+                        lifecycle.migration_cleanup(self.ctx,
+                                                    self.migration_id)
                 finally:
                     self._close()
             except exception.FedexException as e:

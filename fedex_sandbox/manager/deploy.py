@@ -207,6 +207,9 @@ class Deployment(object):
                           'compute_driver': self.compute_driver,
                           'op_poll_interval': 1,
                           'sweep_interval': 2, 'op_timeout': 10,
+                          # Nova's list of servers every 20 s, as before
+                          # the look got its own option.
+                          'server_check_interval': 20,
                           **self.conductor_options},
             'simulated_courier': {
                 'move_devices': True,

@@ -1,7 +1,6 @@
 """A migration's events as lines on the terminal, for the sandbox demos."""
 
-from fedex_manager import actions
-
+from fedex_manager.actions import events as event_actions
 # Kinds worth a line besides state changes: what an operator watching a
 # demo wants to see move (a 'health' or 'cutover' event is only recorded
 # by the manager or the cutover that has one).
@@ -18,8 +17,8 @@ class EventFollower(object):
 
     def show(self, migration_id):
         """Print the events recorded since the last call."""
-        for ev in actions.events_query(self.ctx, migration=migration_id,
-                                       marker=self.marker, limit=200):
+        for ev in event_actions.events_query(self.ctx, migration=migration_id,
+                                             marker=self.marker, limit=200):
             self.marker = ev['id']
             if ev['kind'] == 'state':
                 self.out('  %s -> %s  %s' % (ev['from_state'] or '-',

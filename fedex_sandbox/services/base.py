@@ -16,8 +16,8 @@ import time
 
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_sandbox import processes
+from lsrp import exception
 
 LOG = logging.getLogger(__name__)
 

@@ -29,11 +29,11 @@ import uuid
 
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_sandbox import processes
 from fedex_sandbox.services import base
 from fedex_sandbox.services import confs
 from fedex_sandbox.services import ports
+from lsrp import exception
 
 LOG = logging.getLogger(__name__)
 

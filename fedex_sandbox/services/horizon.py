@@ -12,8 +12,8 @@ the user's catalog (type ``vm-shipping``).
 
 import os
 
-from lsrp import exception
 from fedex_sandbox.services import base
+from lsrp import exception
 
 PORT_NAME = 'horizon'
 # Horizon's first page compiles its SCSS (about 10 s idle, minutes on a

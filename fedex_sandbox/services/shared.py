@@ -26,10 +26,10 @@ import subprocess
 
 from oslo_log import log as logging
 
-from lsrp import exception
 from fedex_sandbox import opts as opts_mod
 from fedex_sandbox.services import base
 from fedex_sandbox.services import ports
+from lsrp import exception
 
 LOG = logging.getLogger(__name__)
 

@@ -7,7 +7,9 @@
 * :class:`Group` - crash-consistent RBD group snapshots.
 
 Every librados/librbd error surfaces as a :mod:`lsrp.exception` error naming
-the site, pool, image and snapshot.
+the site, pool, image and snapshot. The bindings are imported when present
+(:mod:`lsrp.rbd.bindings`): without them this package imports, and only
+connecting to a cluster fails.
 """
 
 from lsrp.rbd.cluster import Cluster  # noqa: F401

@@ -4,10 +4,8 @@ import collections
 import json
 import os
 
-import rados
-import rbd
-
 from lsrp import exception
+from lsrp.rbd import bindings
 from lsrp.rbd import bounded
 from lsrp.rbd import errors
 from lsrp.rbd import image as image_mod
@@ -16,17 +14,17 @@ from lsrp.rbd import image as image_mod
 # extent listing nearly free, deep-flatten lets clones drop their parent.
 DEFAULT_FEATURES = ('layering', 'exclusive-lock', 'object-map', 'fast-diff',
                     'deep-flatten')
-_FEATURE_BITS = {name: bit for bit, name in image_mod.FEATURE_NAMES.items()}
 
 
 def feature_bits(names):
     """``['layering', ...]`` -> the librbd feature bit mask."""
+    bits = {name: bit for bit, name in image_mod.feature_names().items()}
     try:
-        return sum(_FEATURE_BITS[n] for n in set(names))
+        return sum(bits[n] for n in set(names))
     except KeyError as e:
         raise exception.FedexException(
             'unknown RBD feature %s (known: %s)' % (
-                e, ', '.join(sorted(_FEATURE_BITS))))
+                e, ', '.join(sorted(bits))))
 
 
 class Cluster(bounded.Closing):
@@ -76,6 +74,9 @@ class Cluster(bounded.Closing):
         conf = dict(self.options)
         if self.keyring:
             conf['keyring'] = self.keyring
+        # Both, before anything is opened: a cluster is only used for RBD.
+        rados = bindings.librados()
+        bindings.librbd()
         try:
             self._rados = rados.Rados(conffile=self.conffile,
                                       rados_id=self.client, conf=conf)
@@ -158,7 +159,7 @@ class Pool(bounded.Closing):
         self.site = cluster.site
         self.name = name
         self.ioctx = ioctx
-        self._rbd = rbd.RBD()
+        self._rbd = bindings.librbd().RBD()
 
     def close(self):
         if self.ioctx is not None:
@@ -216,7 +217,7 @@ class Pool(bounded.Closing):
         if read_only is None:
             read_only = snapshot is not None
         with self._translate('open image', image=name):
-            handle = rbd.Image(self.ioctx, name, read_only=read_only)
+            handle = bindings.librbd().Image(self.ioctx, name, read_only=read_only)
         image = image_mod.Image(self, name, handle, snapshot)
         if snapshot is not None:
             try:
@@ -275,7 +276,7 @@ class Group(object):
     def __init__(self, pool, name):
         self.pool = pool
         self.name = name
-        self._group = rbd.Group(pool.ioctx, name)
+        self._group = bindings.librbd().Group(pool.ioctx, name)
 
     def _translate(self, operation, snapshot=None, **kw):
         return errors.translate(self.pool.site, operation, pool=self.pool.name,
@@ -300,9 +301,10 @@ class Group(object):
         return image_mod.GroupSnapshotRef(self.name, name)
 
     def list_snapshots(self):
+        complete = bindings.librbd().RBD_GROUP_SNAP_STATE_COMPLETE
         with self._translate('list group snapshots'):
             return [s['name'] for s in self._group.list_snaps()
-                    if s['state'] == rbd.RBD_GROUP_SNAP_STATE_COMPLETE]
+                    if s['state'] == complete]
 
     def remove_snapshot(self, name):
         with self._translate('remove group snapshot', snapshot=name,

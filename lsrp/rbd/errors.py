@@ -2,10 +2,8 @@
 
 import contextlib
 
-import rados
-import rbd
-
 from lsrp import exception
+from lsrp.rbd import bindings
 
 
 def target_spec(pool=None, image=None, snapshot=None, group=None):
@@ -19,11 +17,31 @@ def target_spec(pool=None, image=None, snapshot=None, group=None):
     return spec or '(cluster)'
 
 
-_NOT_FOUND = (rados.ObjectNotFound, rbd.ImageNotFound)
-_EXISTS = (rados.ObjectExists, rbd.ImageExists)
-_PERMISSION = (rados.PermissionError, rbd.PermissionError)
-_NO_SPACE = (rados.NoSpace, rbd.NoSpace, rbd.DiskQuotaExceeded)
-_BUSY = (rbd.ImageBusy, rbd.ImageHasSnapshots)
+def ceph_errors():
+    """The classes of rados/rbd errors; none without the bindings.
+
+    Looked up when an error is raised, not at import: :mod:`lsrp.rbd` is
+    imported without the bindings (then nothing raises their errors and an
+    except clause must still evaluate), and tests replace them.
+    """
+    return tuple(m.Error for m in (bindings.rados, bindings.rbd)
+                 if m is not None)
+
+
+def _classify(e, missing, exists):
+    """The FedexException class for the rados/rbd error ``e``."""
+    rados, rbd = bindings.rados, bindings.rbd
+    kinds = (
+        ((rados.ObjectNotFound, rbd.ImageNotFound), missing),
+        ((rados.ObjectExists, rbd.ImageExists), exists),
+        ((rados.PermissionError, rbd.PermissionError),
+         exception.CephPermissionDenied),
+        ((rados.NoSpace, rbd.NoSpace, rbd.DiskQuotaExceeded),
+         exception.CephNoSpace),
+        ((rbd.ImageBusy, rbd.ImageHasSnapshots), exception.ImageBusy),
+    )
+    return next((cls for errors, cls in kinds if isinstance(e, errors)),
+                exception.CephError)
 
 
 @contextlib.contextmanager
@@ -37,20 +55,8 @@ def translate(site, operation, pool=None, image=None, snapshot=None,
     """
     try:
         yield
-    except (rados.Error, rbd.Error) as e:
-        kw = dict(site=site, operation=operation, pool=pool,
-                  target=target_spec(pool, image, snapshot, group),
-                  reason=str(e), cause=e)
-        if isinstance(e, _NOT_FOUND):
-            cls = missing
-        elif isinstance(e, _EXISTS):
-            cls = exists
-        elif isinstance(e, _PERMISSION):
-            cls = exception.CephPermissionDenied
-        elif isinstance(e, _NO_SPACE):
-            cls = exception.CephNoSpace
-        elif isinstance(e, _BUSY):
-            cls = exception.ImageBusy
-        else:
-            cls = exception.CephError
-        raise cls(**kw) from e
+    except ceph_errors() as e:
+        raise _classify(e, missing, exists)(
+            site=site, operation=operation, pool=pool,
+            target=target_spec(pool, image, snapshot, group),
+            reason=str(e), cause=e) from e

@@ -5,26 +5,30 @@ import concurrent.futures
 import errno
 import os
 
-import rbd
-
 from lsrp import digest as digest_mod
 from lsrp import exception
+from lsrp.rbd import bindings
 from lsrp.rbd import bounded
 from lsrp.rbd import errors
 from lsrp.rbd import extents as extents_mod
 from lsrp.rbd.extents import Extent
 from lsrp import source
 
-FEATURE_NAMES = {
-    rbd.RBD_FEATURE_LAYERING: 'layering',
-    rbd.RBD_FEATURE_STRIPINGV2: 'striping',
-    rbd.RBD_FEATURE_EXCLUSIVE_LOCK: 'exclusive-lock',
-    rbd.RBD_FEATURE_OBJECT_MAP: 'object-map',
-    rbd.RBD_FEATURE_FAST_DIFF: 'fast-diff',
-    rbd.RBD_FEATURE_DEEP_FLATTEN: 'deep-flatten',
-    rbd.RBD_FEATURE_JOURNALING: 'journaling',
-    rbd.RBD_FEATURE_DATA_POOL: 'data-pool',
-}
+
+def feature_names():
+    """librbd's feature bits -> the names ``rbd info`` gives them."""
+    rbd = bindings.librbd()
+    return {
+        rbd.RBD_FEATURE_LAYERING: 'layering',
+        rbd.RBD_FEATURE_STRIPINGV2: 'striping',
+        rbd.RBD_FEATURE_EXCLUSIVE_LOCK: 'exclusive-lock',
+        rbd.RBD_FEATURE_OBJECT_MAP: 'object-map',
+        rbd.RBD_FEATURE_FAST_DIFF: 'fast-diff',
+        rbd.RBD_FEATURE_DEEP_FLATTEN: 'deep-flatten',
+        rbd.RBD_FEATURE_JOURNALING: 'journaling',
+        rbd.RBD_FEATURE_DATA_POOL: 'data-pool',
+    }
+
 
 ImageInfo = collections.namedtuple(
     'ImageInfo', 'name size object_size order features feature_names '
@@ -43,12 +47,17 @@ GroupSnapshotRef = collections.namedtuple('GroupSnapshotRef', 'group name')
 GroupSnapshotRef.__doc__ = """Names the member snapshot of an RBD group
 snapshot, for :meth:`lsrp.rbd.Pool.open_image`."""
 
-_NAMESPACES = {
-    rbd.RBD_SNAP_NAMESPACE_TYPE_USER: 'user',
-    rbd.RBD_SNAP_NAMESPACE_TYPE_GROUP: 'group',
-    rbd.RBD_SNAP_NAMESPACE_TYPE_TRASH: 'trash',
-    rbd.RBD_SNAP_NAMESPACE_TYPE_MIRROR: 'mirror',
-}
+
+def _namespaces():
+    """librbd's snapshot namespace types -> their names."""
+    rbd = bindings.librbd()
+    return {
+        rbd.RBD_SNAP_NAMESPACE_TYPE_USER: 'user',
+        rbd.RBD_SNAP_NAMESPACE_TYPE_GROUP: 'group',
+        rbd.RBD_SNAP_NAMESPACE_TYPE_TRASH: 'trash',
+        rbd.RBD_SNAP_NAMESPACE_TYPE_MIRROR: 'mirror',
+    }
+
 
 # diff_iterate is called on windows of this many bytes so that an image with
 # millions of small extents never needs them all in memory at once.
@@ -107,7 +116,8 @@ class Image(bounded.Closing, source.Source):
             stripe_unit = self._image.stripe_unit()
             stripe_count = self._image.stripe_count()
             image_id = self._image.id()
-        names = [n for bit, n in sorted(FEATURE_NAMES.items()) if features & bit]
+        names = [n for bit, n in sorted(feature_names().items())
+                 if features & bit]
         return ImageInfo(self.name, st['size'], st['obj_size'], st['order'],
                          features, names, stripe_unit, stripe_count,
                          st['block_name_prefix'], image_id)
@@ -145,7 +155,7 @@ class Image(bounded.Closing, source.Source):
         at a cutover B's paused QEMU has it open). Each notification is a
         round trip to every watcher.
         """
-        flags = 0 if quiesce else rbd.RBD_SNAP_CREATE_SKIP_QUIESCE
+        flags = 0 if quiesce else bindings.librbd().RBD_SNAP_CREATE_SKIP_QUIESCE
         with self._translate('create snapshot', snapshot=name,
                              exists=exception.SnapshotExists):
             self._image.create_snap(name, flags)
@@ -178,10 +188,11 @@ class Image(bounded.Closing, source.Source):
 
     def list_snapshots(self):
         """All snapshots (user and group namespaces), oldest first."""
+        namespaces = _namespaces()
         with self._translate('list snapshots'):
             snaps = []
             for s in self._image.list_snaps():
-                namespace = _NAMESPACES.get(s.get('namespace', 0), 'user')
+                namespace = namespaces.get(s.get('namespace', 0), 'user')
                 group = s.get('group') or {}
                 protected = (namespace == 'user'
                              and self._image.is_protected_snap(s['name']))

@@ -1,7 +1,8 @@
 """The OSC plugin module (``openstack.cli.extension: fedex``).
 
-OSC imports this module when it starts; it builds a :class:`FedexClient` on
-the first ``openstack fedex`` command only.
+OSC imports this module when it starts; it builds a
+:class:`fedexclient.client.Client` on the first ``openstack fedex`` command
+only.
 """
 
 import logging
@@ -12,7 +13,7 @@ LOG = logging.getLogger(__name__)
 
 API_NAME = 'fedex'
 API_VERSION_OPTION = 'os_fedex_api_version'
-API_VERSIONS = {'1': 'nova_fedex.osc.client.FedexClient'}
+API_VERSIONS = {'1': 'fedexclient.client.Client'}
 DEFAULT_API_VERSION = '1'
 SERVICE_TYPE = 'vm-shipping'
 
@@ -42,7 +43,9 @@ def make_client(instance):
     endpoint = instance.get_endpoint_for_service_type(
         SERVICE_TYPE, region_name=instance.region_name,
         interface=instance.interface)
-    return cls(session=instance.session, endpoint=endpoint)
+    return cls(session=instance.session, endpoint=endpoint,
+               service_type=SERVICE_TYPE, interface=instance.interface,
+               region_name=instance.region_name)
 
 
 def build_option_parser(parser):

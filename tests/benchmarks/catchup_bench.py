@@ -26,14 +26,14 @@ import tempfile
 import threading
 import time
 
+from fedex_sandbox import opts as sandbox_opts
+from fedex_sandbox import sandbox as sandbox_mod
+from fedex_sandbox import wan
 from lsrp import catchup
 from lsrp.device import export
 from lsrp.device import importer
 from lsrp.device import keystore
 from lsrp.rbd import Cluster
-from fedex_sandbox import opts as sandbox_opts
-from fedex_sandbox import sandbox as sandbox_mod
-from fedex_sandbox import wan
 from lsrp.server import service
 from lsrp import tls
 
@@ -177,8 +177,8 @@ class Bench(object):
         # The relay forwards one port; the raw stream gets its own relay.
         relay = subprocess.Popen(
             ['ip', 'netns', 'exec', self.link.namespace, sys.executable, '-m',
-             'fedex_sandbox.relay', '--listen', '%s:%d' % (self.link.ns_addr,
-                                                          self.raw_port),
+             'fedex_sandbox.relay',
+             '--listen', '%s:%d' % (self.link.ns_addr, self.raw_port),
              '--target', '%s:%d' % (self.link.root_addr, self.raw_port),
              '--delay-ms', str(args.delay_ms)], stdout=subprocess.DEVNULL)
         try:

@@ -308,8 +308,8 @@ class CutoverPauseBench(base.TestNovaCutover):
                 if any(s['server_id'] == sid for s in x['servers'])]
 
     def event_rows(self, m):
-        from fedex_manager import actions
-        return actions.events_query(self.ctx, migration=m['id'], limit=1000)
+        from fedex_manager.actions import events
+        return events.events_query(self.ctx, migration=m['id'], limit=1000)
 
 
 def _wan_ms(mib):

@@ -37,18 +37,22 @@ import uuid
 
 from oslo_config import cfg
 
-from fedex_manager import actions
-from fedex_manager import conductor
+from fedex_manager.actions import devices as device_actions
+
+from fedex_manager.actions import migrations as migration_actions
+
+from fedex_manager.actions import sites
+from fedex_manager.conductor import jobboard
 from fedex_manager import context
 from fedex_manager.db import api as db
-from fedex_sandbox.manager import deploy
 from fedex_manager import jobs
 from fedex_manager import opts
 from fedex_manager import rpc
 from fedex_manager import states
-from lsrp.rbd import Cluster
+from fedex_sandbox.manager import deploy
 from fedex_sandbox import opts as sandbox_opts
 from fedex_sandbox import sandbox as sandbox_mod
+from lsrp.rbd import Cluster
 
 MiB = 1 << 20
 BIN = os.path.dirname(sys.executable)
@@ -130,13 +134,13 @@ class Bench(object):
         opts.register_opts(CONF)
         CONF(['--config-file', conf], project='fedex-bench')
         db.configure(self.dep.db_url)
-        _, self.board = conductor.install_poster(CONF)
+        _, self.board = jobboard.install_poster(CONF)
         self.ctx = context.RequestContext(user_id='bench',
                                           project_id='bench')
         for site in ('site-a', 'site-b'):
             s = self.sb.site(site)
-            actions.site_register(self.ctx, site, ceph_conf=s.conf,
-                                  ceph_keyring=s.keyring)
+            sites.site_register(self.ctx, site, ceph_conf=s.conf,
+                                ceph_keyring=s.keyring)
         for i in range(conductors):
             self.dep.start_conductor('conductor-%d' % (i + 1))
         for site in ('site-a', 'site-b'):
@@ -149,8 +153,8 @@ class Bench(object):
             self.extra_slots('site-a', n, devices)
         want = 2 * terminals_per_site
         self.dep.wait(lambda: len([
-            t for t in actions.terminal_list(self.ctx)
-            if t['health'] == 'UP']) == want and len(actions.device_list(
+            t for t in sites.terminal_list(self.ctx)
+            if t['health'] == 'UP']) == want and len(device_actions.device_list(
                 self.ctx, {'state': 'BLANK'})) >= devices *
             terminals_per_site, 300, 'terminals and devices')
         threading.Thread(target=self.watch_rss, daemon=True).start()
@@ -205,7 +209,7 @@ class Bench(object):
         """
         ids = {m['id'] for m in migrations}
         done = {}
-        backend = conductor.persistence(CONF)
+        backend = jobboard.persistence(CONF)
         with contextlib.closing(backend.get_connection()) as conn:
             for book in conn.get_logbooks():
                 phase, _, rest = book.name.partition('-')
@@ -246,7 +250,7 @@ class Bench(object):
         return 'vms/' + name
 
     def migrate(self, spec, server):
-        return actions.migration_create(
+        return migration_actions.migration_create(
             self.ctx, [{'server_id': server, 'volumes': [spec]}], 'site-a',
             'site-b', options={'cutover': 'automatic', 'retention_days': 0,
                                'threshold_bytes': 64 * MiB,
@@ -410,7 +414,7 @@ class Bench(object):
         threads = []
         for i, spec in enumerate(specs):
             def create(spec=spec, i=i):
-                migrations.append(actions.migration_create(
+                migrations.append(migration_actions.migration_create(
                     self.ctx, [{'server_id': 'bench-vm-%d' % i,
                                 'volumes': [spec]}], 'site-a', 'site-b',
                     options={'cutover': 'automatic', 'retention_days': 0,

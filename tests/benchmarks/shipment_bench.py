@@ -46,9 +46,9 @@ import numpy
 from pyeclib import ec_iface
 import zstandard
 
-from lsrp.rbd import Cluster
 from fedex_sandbox import opts as sandbox_opts
 from fedex_sandbox import sandbox as sandbox_mod
+from lsrp.rbd import Cluster
 
 MiB, GiB = 1 << 20, 1 << 30
 BIN = os.path.dirname(sys.executable)

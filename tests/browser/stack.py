@@ -18,9 +18,9 @@ of both sites (the tests' "servers" are RBD images at site-a).
 import os
 
 from fedex_sandbox import manager as manager_sandbox
-from lsrp.rbd import Cluster
 from fedex_sandbox import opts as sandbox_opts
 from fedex_sandbox import sandbox as sandbox_mod
+from lsrp.rbd import Cluster
 from tests.openstack import api_fixtures as fx
 from tests.openstack import keystone_access
 

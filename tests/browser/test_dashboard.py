@@ -23,9 +23,9 @@ import shutil
 import time
 import uuid
 
-from lsrp import exception
 from fedex_sandbox import demo
 from fedex_sandbox.services import guest_reader
+from lsrp import exception
 from lsrp.server import records
 from tests.browser import base
 

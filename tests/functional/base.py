@@ -16,10 +16,10 @@ import uuid
 import fixtures
 import testtools
 
-from lsrp import exception
-from lsrp.rbd import Cluster
 from fedex_sandbox import opts as sandbox_opts
 from fedex_sandbox import sandbox as sandbox_mod
+from lsrp import exception
+from lsrp.rbd import Cluster
 from lsrp.server import records
 
 # The sandbox's ports the tests take (offsets from its base port), each

@@ -22,6 +22,7 @@ import time
 
 import fixtures
 
+from fedex_sandbox import wan
 from lsrp import access
 from lsrp import catchup
 from lsrp.device import export
@@ -31,7 +32,6 @@ from lsrp.device import remote
 from lsrp import exception
 from lsrp.protocol import frames
 from lsrp.protocol import messages as m
-from fedex_sandbox import wan
 from lsrp.server import service
 from lsrp import tls
 from tests.functional import base

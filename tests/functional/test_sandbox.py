@@ -15,9 +15,9 @@ import time
 import fixtures
 import testtools
 
-from lsrp import exception
 from fedex_sandbox import processes
 from fedex_sandbox import sandbox as sandbox_mod
+from lsrp import exception
 from tests.functional import base
 
 

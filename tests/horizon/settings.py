@@ -3,8 +3,8 @@ settings with this plugin's enabled files added, as a deployment adds them
 to openstack_dashboard/local/enabled."""
 
 from openstack_dashboard import enabled
-from openstack_dashboard.test.settings import *  # noqa: F401,F403
 from openstack_dashboard.test import settings as base
+from openstack_dashboard.test.settings import *  # noqa: F401,F403
 from openstack_dashboard.utils import settings as settings_utils
 
 from fedex_dashboard import enabled as fedex_enabled

@@ -1,6 +1,6 @@
-"""The API module against a real HTTP server on 127.0.0.1: the user's
-token goes out, the JSON comes back, errors become FedexAPIError with
-fedex-api's reasons and advice."""
+"""The API module (on fedexclient) against a real HTTP server on
+127.0.0.1: the user's token goes out, the JSON comes back, errors become
+FedexAPIError with fedex-api's reasons and advice."""
 
 import http.server
 import json
@@ -81,6 +81,18 @@ class APIModuleTests(unittest.TestCase):
             'CATCHING_UP: cutover is not allowed. Its state does not allow '
             'this now: reload the page to see its current state.',
             str(ctx.exception))
+
+    def test_empty_fields_are_left_out(self):
+        self.assertRaises(fedex.FedexAPIError, fedex.migration_create,
+                          self.request, ['s1'], 'site-a', 'site-b', name='',
+                          options={})
+        self.assertEqual({'servers': ['s1'], 'source_site': 'site-a',
+                          'dest_site': 'site-b'}, _Handler.seen[0][3])
+        self.assertRaises(fedex.FedexAPIError, fedex.shipment_event,
+                          self.request, 'sh-1', 'delivered', location='')
+        self.assertEqual(('/vm-shipping/v1/shipments/sh-1/events',
+                          {'event': 'delivered'}), (_Handler.seen[1][1],
+                                                    _Handler.seen[1][3]))
 
     def test_unreachable_api_says_so(self):
         self.server.shutdown()

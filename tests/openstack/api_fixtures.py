@@ -22,8 +22,9 @@ from keystoneauth1 import session as ks_session
 from keystoneclient.v3 import client as ks_client
 
 from fedex_sandbox import sandbox as sandbox_mod
+from fedexclient import client as fedex_client
 
-SERVICE_TYPE = 'vm-shipping'
+SERVICE_TYPE = fedex_client.SERVICE_TYPE
 PASSWORD = 'fedex-test-secret'
 PROJECTS = ('fedex-p1', 'fedex-p2', 'service')
 # user -> (project, roles)

@@ -27,7 +27,9 @@ from xml.etree import ElementTree as etree
 
 from oslo_config import cfg
 
-from fedex_manager import actions
+from fedex_manager.actions import cutover as cutover_actions
+
+from fedex_manager.actions import sites as site_actions
 from fedex_manager.db import api as db
 from fedex_manager import states
 from fedex_sandbox.services import cloud as cloud_mod
@@ -364,11 +366,11 @@ class TestNovaCutover(CutoverTestCase):
         self.assertTrue(any('waits for the operator' in e
                             for e in self.events(m)), self.events(m))
         # This process asks as Nova's computes would, with the same limit.
-        actions.cutover_max_attempts()      # registers the option here
+        cutover_actions.cutover_max_attempts()      # registers the option here
         cfg.CONF.set_override('cutover_max_attempts', 1, group='conductor')
         self.addCleanup(cfg.CONF.clear_override, 'cutover_max_attempts',
                         group='conductor')
-        ready = actions.cutover_ready(self.ctx, m['id'])
+        ready = cutover_actions.cutover_ready(self.ctx, m['id'])
         self.assertFalse(ready['ready'])
         self.assertIn('approve it again', ' '.join(ready['reasons']))
         self.assertEqual(SITE_A_HOST,
@@ -379,7 +381,7 @@ class TestNovaCutover(CutoverTestCase):
         # answers later than its heartbeat; see doc/source/cutover-e2e.rst.)
         self.dep.start_agent('site-b')
         self.dep.wait(lambda: all(t['health'] == 'UP' for t in
-                                  actions.terminal_list(self.ctx)), 120,
+                                  site_actions.terminal_list(self.ctx)), 120,
                       'terminal-site-b back')
         print('rollback: guest alive at A, counter %d; migration %s waits '
               'for approval' % (resumed.counter, m['id']))

@@ -17,11 +17,12 @@ import re
 from keystoneauth1.identity import v3
 from keystoneauth1 import session as ks_session
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import shipping
 from fedex_manager.db import api as db
 from fedex_manager import keys
 from fedex_manager import states
+from lsrp import exception
 from tests.functional.manager import base as manager_base
 from tests.openstack import base as cloud_base
 
@@ -77,7 +78,7 @@ class TestShipmentKeyInBarbican(manager_base.ManagerTestCase):
         self.wait_state(m, states.READY_FOR_CUTOVER, timeout=900)
 
         # The key is a Barbican secret: AES-256, named after the shipment.
-        s = actions.shipment_list(self.ctx)[0]
+        s = shipping.shipment_list(self.ctx)[0]
         url = self.cloud.url('barbican', '/v1/secrets/%s' % s['key_ref'])
         barbican = self.barbican()
         meta = barbican.get(url).json()
@@ -123,9 +124,9 @@ class TestShipmentKeyInBarbican(manager_base.ManagerTestCase):
 
         self.cut_over(m, writer)
         self.assert_converged(m)
-        actions.migration_cleanup(self.ctx, m['id'])
+        lifecycle.migration_cleanup(self.ctx, m['id'])
         self.wait_state(m, states.CLEANED, timeout=600)
-        s = actions.shipment_list(self.ctx)[0]
+        s = shipping.shipment_list(self.ctx)[0]
         self.assertEqual(states.S_ERASED, s['state'])
         # Gone from Barbican: its API says 404, castellan "not found".
         self.assertEqual(404, barbican.get(url, raise_exc=False).status_code)

@@ -15,9 +15,9 @@ import json
 import os
 import subprocess
 
-from fedex_manager import actions
-from fedex_sandbox.manager import cloud_demo
+from fedex_manager.actions import migrations
 from fedex_manager import states
+from fedex_sandbox.manager import cloud_demo
 from tests.openstack import base
 
 MiB = 1 << 20
@@ -74,7 +74,7 @@ class TestVolumeAlone(base.CloudTestCase):
         self.assertEqual(0, code, out + err)
         shown = json.loads(out)
         self.assertEqual(states.COMPLETED, shown['state'], out + err)
-        m = actions.migration_show(self.demo.ctx, shown['id'])
+        m = migrations.migration_show(self.demo.ctx, shown['id'])
         self.assertEqual([], m['servers'])
         self.assertEqual([(vid, 'volume', 'volumes/volume-%s' % vid)],
                          [(v['volume_id'], v['kind'], v['source_image'])

@@ -11,14 +11,14 @@ state. The contract is nova_fedex.manager_client's.
 import configparser
 import re
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.api import handlers
 from fedex_manager.api import util
 from fedex_manager.db import api as db
 from fedex_manager.policies import migration as rules
 from fedex_manager import policy
 from fedex_manager import states
+from lsrp import exception
 
 EVENTS = ('refused', 'migrating', 'paused_at_destination', 'delta_applied',
           'resumed', 'completed', 'rolled_back', 'stranded',
@@ -121,9 +121,10 @@ def event(req):
                  migration_id=m['id'], details=dict(details, event=name))
     if m['state'] == states.CUTTING_OVER:
         if name == 'completed':
-            actions.migration_cutover_finish(ctx, m['id'], success=True)
+            cutover_actions.migration_cutover_finish(ctx, m['id'],
+                                                     success=True)
         elif name == 'rolled_back':
-            actions.migration_cutover_finish(
+            cutover_actions.migration_cutover_finish(
                 ctx, m['id'], success=False,
                 reason=details.get('reason') or 'rolled back by Nova')
     return util.json_response(202, {'event': name})

@@ -1,6 +1,7 @@
 """/v1/events: the audit trail, by migration, shipment, type and time."""
 
-from fedex_manager import actions
+from fedex_manager.actions import events as event_actions
+from fedex_manager.actions import migrations as migration_actions
 from fedex_manager.api import errors
 from fedex_manager.api import handlers
 from fedex_manager.api import util
@@ -27,7 +28,7 @@ def list_(req):
     migration = util.query(req, 'migration')
     resource = util.query(req, 'shipment') or util.query(req, 'device')
     if migration:
-        m = actions.migration_show(ctx, migration, events_limit=0)
+        m = migration_actions.migration_show(ctx, migration, events_limit=0)
         policy.authorize(ctx, rules.EVENT_LIST,
                          {'project_id': m['project_id']})
     else:
@@ -45,7 +46,7 @@ def list_(req):
             raise errors.HTTPError(
                 400, 'query parameter until: %r is not an ISO 8601 time'
                 % until)
-    items = actions.events_query(
+    items = event_actions.events_query(
         ctx, migration=migration, resource_id=resource,
         kind=util.query(req, 'type'), since=util.query(req, 'since'),
         limit=paging['limit'], marker=paging['marker'],

@@ -1,6 +1,8 @@
 """Shipments, devices, terminals and sites: the operator's hardware."""
 
-from fedex_manager import actions
+from fedex_manager.actions import devices
+from fedex_manager.actions import shipping
+from fedex_manager.actions import sites
 from fedex_manager.api import handlers
 from fedex_manager.api import schemas
 from fedex_manager.api import util
@@ -34,7 +36,7 @@ def shipment_list(req):
 def shipment_show(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.SHIPMENT_SHOW)
-    return util.json_response(200, {'shipment': actions.shipment_show(
+    return util.json_response(200, {'shipment': shipping.shipment_show(
         ctx, req.urlvars['shipment_id'])})
 
 
@@ -48,7 +50,7 @@ def shipment_event(req):
     policy.authorize(ctx, rules.SHIPMENT_EVENT)
     body = util.extract_json(req, schemas.SHIPMENT_EVENT)
     event = schemas.CARRIER_EVENT_ALIASES.get(body['event'], body['event'])
-    s = actions.carrier_event(
+    s = shipping.carrier_event(
         ctx, req.urlvars['shipment_id'], event, seq=body.get('seq'),
         occurred_at=body.get('occurred_at'), location=body.get('location'),
         tracking_number=body.get('tracking_number'),
@@ -76,7 +78,7 @@ def device_list(req):
 def device_show(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.DEVICE_SHOW)
-    return util.json_response(200, {'device': actions.device_show(
+    return util.json_response(200, {'device': devices.device_show(
         ctx, req.urlvars['device_id'])})
 
 
@@ -84,7 +86,7 @@ def device_create(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.DEVICE_CREATE)
     body = util.extract_json(req, schemas.DEVICE_CREATE)
-    d = actions.device_register(
+    d = devices.device_register(
         ctx, body['serial'], body['terminal'],
         capacity_bytes=body['capacity_bytes'], slot=body.get('slot'),
         path=body.get('path'))
@@ -109,7 +111,7 @@ def device_custody(req):
                      else ''),
                  details={'holder': body['holder']}, occurred_at=when,
                  location=body.get('location'))
-    return util.json_response(201, {'device': actions.device_show(
+    return util.json_response(201, {'device': devices.device_show(
         ctx, d['id'])})
 
 
@@ -121,14 +123,14 @@ def terminal_list(req):
     util.check_query(req, util.PAGE_PARAMS + ('site',))
     paging = util.page(req, NAMED_SORT_KEYS, default_key='name',
                        default_dir='asc')
-    return util.list_response(req, 'terminals', actions.terminal_list(
+    return util.list_response(req, 'terminals', sites.terminal_list(
         ctx, site=util.query(req, 'site'), **paging), paging)
 
 
 def terminal_show(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.TERMINAL_SHOW)
-    return util.json_response(200, {'terminal': actions.terminal_show(
+    return util.json_response(200, {'terminal': sites.terminal_show(
         ctx, req.urlvars['terminal_id'])})
 
 
@@ -136,7 +138,7 @@ def terminal_register(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.TERMINAL_REGISTER)
     body = util.extract_json(req, schemas.TERMINAL_CREATE)
-    t = actions.terminal_register(
+    t = sites.terminal_register(
         ctx, body['name'], body['site'], rpc_topic=body.get('rpc_topic'),
         capacity_bytes=body.get('capacity_bytes', 0),
         slots=body.get('slots', 0), lsrp_address=body.get('lsrp_address'))
@@ -148,9 +150,9 @@ def terminal_health(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.TERMINAL_HEALTH)
     body = util.extract_json(req, schemas.TERMINAL_HEALTH)
-    actions.terminal_heartbeat(ctx, req.urlvars['terminal_id'],
-                               info=body.get('info'))
-    return util.json_response(200, {'terminal': actions.terminal_show(
+    sites.terminal_heartbeat(ctx, req.urlvars['terminal_id'],
+                             info=body.get('info'))
+    return util.json_response(200, {'terminal': sites.terminal_show(
         ctx, req.urlvars['terminal_id'])})
 
 
@@ -163,7 +165,7 @@ def site_list(req):
     paging = util.page(req, NAMED_SORT_KEYS, default_key='name',
                        default_dir='asc')
     return util.list_response(req, 'sites', [
-        _public_site(ctx, s) for s in actions.site_list(ctx, **paging)],
+        _public_site(ctx, s) for s in sites.site_list(ctx, **paging)],
         paging)
 
 
@@ -178,13 +180,13 @@ def site_show(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.SITE_SHOW)
     return util.json_response(200, {'site': _public_site(
-        ctx, actions.site_show(ctx, req.urlvars['site_id']))})
+        ctx, sites.site_show(ctx, req.urlvars['site_id']))})
 
 
 def site_register(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.SITE_REGISTER)
     body = util.extract_json(req, schemas.SITE_CREATE)
-    s = actions.site_register(ctx, **body)
+    s = sites.site_register(ctx, **body)
     return util.json_response(201, {'site': s},
                               location='%s/%s' % (req.path_url, s['id']))

@@ -5,12 +5,15 @@ import urllib.parse
 
 from oslo_config import cfg
 
-from fedex_manager import actions
+from fedex_manager.actions import cutover as cutover_actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import migrations as migration_actions
 from fedex_manager.api import errors
 from fedex_manager.api import handlers
 from fedex_manager.api import schemas
 from fedex_manager.api import util
 from fedex_manager import cloud_preflight
+from fedex_manager import options as options_mod
 from fedex_manager.policies import migration as rules
 from fedex_manager import policy
 from fedex_manager import preflight
@@ -24,7 +27,8 @@ NOVA_DISK = 'vms/%s_disk'
 
 
 def _get_authorized(ctx, migration_id, rule, events_limit=0):
-    m = actions.migration_show(ctx, migration_id, events_limit=events_limit)
+    m = migration_actions.migration_show(
+        ctx, migration_id, events_limit=events_limit)
     policy.authorize(ctx, rule, {'project_id': m['project_id'],
                                  'user_id': m['user_id']})
     return m
@@ -54,8 +58,8 @@ def _servers(body):
 
 def _detached(body):
     """Detached Cinder volumes as images: their RBD image, kind volume."""
-    return [dict(v, source_image=actions.CINDER_IMAGE % v['volume_id'],
-                 kind='volume') for v in body.get('volumes') or []]
+    return [dict(v, kind='volume', source_image=migration_actions.CINDER_IMAGE
+                 % v['volume_id']) for v in body.get('volumes') or []]
 
 
 def _volumes_site(volumes):
@@ -93,7 +97,8 @@ def create(req):
                         if volumes else [])
     _total, sizes = preflight.check(
         ctx, images, source_site, body['dest_site'],
-        pool_map=body.get('pool_map'), parity=options.get('parity', 1),
+        pool_map=body.get('pool_map'), parity=options.get(
+            'parity', options_mod.DEFAULTS['parity']),
         cloud=_cloud(), dest_host=body.get('dest_host'),
         volume_ids=[v['volume_id'] for v in volumes])
     # Sizes read from the source cluster go with the images.
@@ -103,7 +108,7 @@ def create(req):
                  size_bytes=sizes.get(v if isinstance(v, str)
                                       else v['source_image'], 0))
             for v in s['volumes']]
-    m = actions.migration_create(
+    m = migration_actions.migration_create(
         ctx, servers, source_site, body['dest_site'],
         volumes=images[-1]['volumes'] if volumes else None,
         name=body.get('name'), source_host=body.get('source_host'),
@@ -112,7 +117,8 @@ def create(req):
         dest_terminal=body.get('dest_terminal'),
         pool_map=body.get('pool_map'))
     return util.json_response(
-        201, {'migration': actions.migration_show(ctx, m['id'])},
+        201, {'migration': migration_actions.migration_show(
+            ctx, m['id'])},
         location='%s/%s' % (req.path_url, m['id']))
 
 
@@ -136,8 +142,8 @@ def list_(req):
         filters['state'] = state.split(',') if ',' in state else state
     if util.query(req, 'name'):
         filters['name'] = util.query(req, 'name')
-    items = actions.migration_list(ctx, filters, server=util.query(
-        req, 'server'), **paging)
+    items = migration_actions.migration_list(
+        ctx, filters, server=util.query(req, 'server'), **paging)
     return util.list_response(req, 'migrations', items, paging)
 
 
@@ -169,15 +175,15 @@ def update(req):
     m = _get_authorized(ctx, req.urlvars['migration_id'], rules.UPDATE)
     body = util.extract_json(req, schemas.MIGRATION_UPDATE)
     name = body.pop('name', None)
-    out = actions.migration_update(ctx, m['id'], options=body or None,
-                                   name=name)
+    out = migration_actions.migration_update(
+        ctx, m['id'], options=body or None, name=name)
     return util.json_response(200, {'migration': out})
 
 
 def delete(req):
     ctx = handlers.context(req)
     m = _get_authorized(ctx, req.urlvars['migration_id'], rules.DELETE)
-    actions.migration_delete(ctx, m['id'])
+    migration_actions.migration_delete(ctx, m['id'])
     return util.no_content()
 
 
@@ -189,13 +195,14 @@ def action(req):
             'cutover': rules.CUTOVER, 'reship': rules.RETRY}[verb]
     m = _get_authorized(ctx, req.urlvars['migration_id'], rule)
     if verb == 'abort':
-        out = actions.migration_abort(ctx, m['id'], reason=args.get('reason'))
+        out = lifecycle.migration_abort(ctx, m['id'],
+                                        reason=args.get('reason'))
     elif verb == 'retry':
-        out = actions.migration_retry(ctx, m['id'])
+        out = lifecycle.migration_retry(ctx, m['id'])
     elif verb == 'cutover':
-        out = actions.migration_approve_cutover(ctx, m['id'])
+        out = cutover_actions.migration_approve_cutover(ctx, m['id'])
     else:
-        out = actions.migration_reship(
+        out = lifecycle.migration_reship(
             ctx, m['id'], seed_over_wan=args.get('seed_over_wan', False))
     resp = util.json_response(202, {'migration': out})
     resp.location = req.path_url.rsplit('/action', 1)[0]

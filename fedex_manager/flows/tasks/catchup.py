@@ -7,6 +7,7 @@ its cutover. The round itself is
 :func:`fedex_manager.flows.tasks.rounds.one_round`.
 """
 
+from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common
 from fedex_manager.flows.tasks import rounds
@@ -77,9 +78,8 @@ class Rounds(CatchUp):
                 break
         m = common.step(ctx, m, 'converge')
         if opts.get('cutover') == 'automatic':
-            from fedex_manager import actions
-            if actions.cutover_ready(ctx, m['id'])['ready']:
-                actions.migration_cutover_start(ctx, m['id'])
+            if cutover_actions.cutover_ready(ctx, m['id'])['ready']:
+                cutover_actions.migration_cutover_start(ctx, m['id'])
 
 
 class KeepWarm(common.PhaseTask):

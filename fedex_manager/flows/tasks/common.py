@@ -16,14 +16,15 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from taskflow import task
 
-from lsrp import exception
 from fedex_manager import context as context_mod
 from fedex_manager.db import api as db
 from fedex_manager.flows import legacy
 from fedex_manager.flows.tasks import Parked
 from fedex_manager.flows.tasks import Superseded
+from fedex_manager import nova_lock
 from fedex_manager import rpc
 from fedex_manager import states
+from lsrp import exception
 
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
@@ -305,8 +306,6 @@ def _op_exists(ctx, op_id):
 
 def lock_servers(ctx, m):
     """Lock the migration's servers in Nova, naming it (with Nova only)."""
-    from fedex_manager import nova_lock
-
     if not nova_lock.enabled():
         return
     why = nova_lock.reason(m['id'], db.get(ctx, 'site',
@@ -320,8 +319,6 @@ def lock_servers(ctx, m):
 
 def unlock_servers(ctx, m):
     """Undo lock_servers (the migration ended); never raises."""
-    from fedex_manager import nova_lock
-
     if not nova_lock.enabled():
         return
     why = nova_lock.reason(m['id'], db.get(ctx, 'site',

@@ -8,12 +8,15 @@ Nova's records back when nobody reported the cutover's end.
 
 from oslo_config import cfg
 
-from lsrp import exception
+from fedex_manager.actions import cutover as cutover_actions
+from fedex_manager import cloud_preflight
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common
 from fedex_manager.flows.tasks import rounds
 from fedex_manager import jobs
+from fedex_manager import nova
 from fedex_manager import states
+from lsrp import exception
 
 CONF = cfg.CONF
 
@@ -45,8 +48,7 @@ class FinalDelta(Cutover):
             # Detached volumes only: nothing runs on them, so this round
             # is the final state; Cinder then hands them to the
             # destination's backend. No Nova.
-            from fedex_manager import actions
-            actions._volumes_to_destination(ctx, m['id'])
+            cutover_actions.volumes_to_destination(ctx, m['id'])
         if CONF.conductor.compute_driver == 'none' or not m['servers']:
             # No Nova to switch a VM over (the sandbox's stand-in, or no
             # server at all).
@@ -92,8 +94,6 @@ def choose_dest_host(ctx, m):
     and keeps it on the migration, where the read-back
     (:func:`reconcile_nova_cutover`) and a later cutover find it.
     """
-    from fedex_manager import cloud_preflight
-
     site = db.get(ctx, 'site', m['dest_site_id'])
     if not site.get('aggregate'):
         raise exception.NoDestinationHost(
@@ -123,24 +123,21 @@ def start_nova_cutover(ctx, m):
     5xx) is recorded, and the sweeper reads Nova's records back
     (:func:`reconcile_nova_cutover`).
     """
-    from fedex_manager import actions
-    from fedex_manager import nova
-
     if _nova_requests(ctx, m):
         return
     if not m['dest_host']:
         try:
             m = choose_dest_host(ctx, m)
         except exception.ManagerError as e:
-            actions.migration_cutover_finish(ctx, m['id'], success=False,
-                                             reason=str(e))
+            cutover_actions.migration_cutover_finish(
+                ctx, m['id'], success=False, reason=str(e))
             return
     for s in m['servers']:
         try:
             request_id = nova.live_migrate(s['server_id'], m['dest_host'])
         except exception.NovaRefused as e:
-            actions.migration_cutover_finish(ctx, m['id'], success=False,
-                                             reason=str(e))
+            cutover_actions.migration_cutover_finish(
+                ctx, m['id'], success=False, reason=str(e))
             return
         except Exception as e:
             db.add_event(ctx, 'migration', m['id'], 'cutover',
@@ -169,9 +166,6 @@ def reconcile_nova_cutover(ctx, m):
     guest that nova_fedex reported stranded is left to the operator.
     Returns what it did (for the log and the tests).
     """
-    from fedex_manager import actions
-    from fedex_manager import nova
-
     m = db.get(ctx, 'migration', m['id'])
     if m['state'] != states.CUTTING_OVER:
         return 'ended'          # nova_fedex's report came first
@@ -206,7 +200,7 @@ def reconcile_nova_cutover(ctx, m):
                      'Nova completed the live migration to %s (read back; '
                      'no report from nova_fedex)' % m['dest_host'],
                      migration_id=m['id'])
-        actions.migration_cutover_finish(ctx, m['id'], success=True)
+        cutover_actions.migration_cutover_finish(ctx, m['id'], success=True)
         return 'completed'
     if all(o['ended'] == 'failed' for o in outcomes.values()):
         reason = '; '.join(
@@ -216,8 +210,8 @@ def reconcile_nova_cutover(ctx, m):
                           o['host'],
                           ': %s' % o['reason'] if o['reason'] else '')
             for sid, o in sorted(outcomes.items()))
-        actions.migration_cutover_finish(ctx, m['id'], success=False,
-                                         reason=reason)
+        cutover_actions.migration_cutover_finish(ctx, m['id'], success=False,
+                                                 reason=reason)
         return 'rolled_back'
     # Some servers moved, some did not: an operator decides.
     text = 'servers split between the sites after the cutover: %s' % (

@@ -9,13 +9,13 @@ import time
 
 from oslo_config import cfg
 
-from lsrp import exception
 from fedex_manager import custody
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common
 from fedex_manager import jobs
 from fedex_manager import shipments as shipments_mod
 from fedex_manager import states
+from lsrp import exception
 
 CONF = cfg.CONF
 

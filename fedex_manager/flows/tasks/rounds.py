@@ -12,10 +12,11 @@ import time
 from oslo_config import cfg
 import tenacity
 
-from lsrp import exception
+from fedex_manager.actions import sites
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common
 from fedex_manager import options as options_mod
+from lsrp import exception
 
 CONF = cfg.CONF
 
@@ -67,10 +68,9 @@ def _wait_for_peer(ctx, m, generation, task_, failed_at, deadline):
     A heartbeat says UP only once the terminal's LSRP port accepts
     connections (lsrp-agent), so the next try does not fail the same way.
     """
-    from fedex_manager import actions
     while time.monotonic() < deadline:
         common.guard(ctx, m['id'], generation, task_.phase, task_.allowed)
-        term = actions.terminal_show(ctx, m['dest_terminal_id'])
+        term = sites.terminal_show(ctx, m['dest_terminal_id'])
         beat = db.utcfromiso(term.get('last_heartbeat'))
         if term['health'] == 'UP' and beat and beat > failed_at:
             return

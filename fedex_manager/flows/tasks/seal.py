@@ -12,7 +12,6 @@ import time
 
 from oslo_config import cfg
 
-from lsrp import exception
 from fedex_manager import couriers
 from fedex_manager import custody
 from fedex_manager.db import api as db
@@ -20,6 +19,7 @@ from fedex_manager.flows.tasks import common
 from fedex_manager.flows.tasks import prepare
 from fedex_manager import shipments as shipments_mod
 from fedex_manager import states
+from lsrp import exception
 
 CONF = cfg.CONF
 

@@ -7,6 +7,8 @@ import time
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from fedexclient import exceptions as fedex_exc
+
 MIGRATION_COLUMNS = ('id', 'name', 'state', 'project_id', 'source_site',
                      'dest_site', 'dest_host', 'servers', 'images',
                      'progress', 'rounds', 'rate', 'eta_seconds',
@@ -24,7 +26,8 @@ CINDER_VOLUME = 'volumes/volume-%s'
 class DeleteCommand(command.Command):
     """Delete each named resource; report every failure, not only the first.
 
-    A subclass names its ``collection`` (the API path) and ``noun``.
+    A subclass names its ``collection`` (the client's attribute, as the
+    API's path) and ``noun``.
     """
 
     collection = None
@@ -37,12 +40,12 @@ class DeleteCommand(command.Command):
         return parser
 
     def take_action(self, args):
-        client = self.app.client_manager.fedex
+        collection = getattr(self.app.client_manager.fedex, self.collection)
         failed = []
         for ident in args.idents:
             try:
-                client.delete('/%s/%s' % (self.collection, ident))
-            except exceptions.CommandError as e:
+                collection.delete(ident)
+            except fedex_exc.ClientException as e:
                 failed.append(str(e))
         if failed:
             raise exceptions.CommandError('; '.join(failed))
@@ -98,7 +101,7 @@ def follow(client, ident, interval=2.0, out=sys.stderr, clock=time):
     last_line = None
     try:
         while True:
-            m = client.migration_get(ident)
+            m = client.migrations.get(ident)
             line = progress_line(m)
             if line != last_line:
                 print(line, file=out, flush=True)
@@ -116,11 +119,11 @@ def follow(client, ident, interval=2.0, out=sys.stderr, clock=time):
     except KeyboardInterrupt:
         print('stopped following migration %s; it goes on (openstack fedex '
               'migration show %s)' % (ident, ident), file=out, flush=True)
-        return client.migration_get(ident)
+        return client.migrations.get(ident)
 
 
 def _site_of_zone(client, zone, what):
-    sites = client.get('/sites')['sites']
+    sites = client.sites.list()
     for s in sites:
         if s.get('availability_zone') == zone or s['name'] == zone:
             return s['name']
@@ -149,6 +152,7 @@ def migration_request(client, compute, servers, images=None,
                       name=None, options=None):
     """The POST /v1/migrations body for ``servers``.
 
+    The body is the keyword arguments of ``client.migrations.create``.
     Images come from ``images`` ({server: [POOL/IMAGE]}) or from Nova (the
     root disk and the attached volumes); the source site from the server's
     availability zone, the destination from ``dest_host``'s.

@@ -29,9 +29,8 @@ class ListShipment(command.Lister):
         return parser
 
     def take_action(self, args):
-        items = self.app.client_manager.fedex.list_all(
-            '/shipments', 'shipments', state=args.state,
-            tracking_number=args.tracking_number)
+        items = self.app.client_manager.fedex.shipments.list_all(
+            state=args.state, tracking_number=args.tracking_number)
         return SHIPMENT_COLUMNS, [_row(s, SHIPMENT_COLUMNS) for s in items]
 
 
@@ -44,8 +43,7 @@ class ShowShipment(command.ShowOne):
         return parser
 
     def take_action(self, args):
-        s = self.app.client_manager.fedex.get(
-            '/shipments/%s' % args.shipment)['shipment']
+        s = self.app.client_manager.fedex.shipments.get(args.shipment)
         columns = SHIPMENT_COLUMNS + ('devices', 'migrations', 'events')
         return columns, _row(s, SHIPMENT_COLUMNS) + (
             ','.join(d['serial'] for d in s.get('devices', [])),
@@ -74,14 +72,10 @@ class ShipmentEvent(command.ShowOne):
         return parser
 
     def take_action(self, args):
-        body = {'event': args.event}
-        for key in ('tracking_number', 'location', 'seq'):
-            if getattr(args, key) is not None:
-                body[key] = getattr(args, key)
-        if args.missing:
-            body['devices_missing'] = args.missing
-        s = self.app.client_manager.fedex.post(
-            '/shipments/%s/events' % args.shipment, body)['shipment']
+        s = self.app.client_manager.fedex.shipments.event(
+            args.shipment, args.event, tracking_number=args.tracking_number,
+            location=args.location, seq=args.seq,
+            devices_missing=args.missing or None)
         return SHIPMENT_COLUMNS, _row(s, SHIPMENT_COLUMNS)
 
 
@@ -95,8 +89,8 @@ class ListDevice(command.Lister):
         return parser
 
     def take_action(self, args):
-        items = self.app.client_manager.fedex.list_all(
-            '/devices', 'devices', state=args.state, terminal=args.terminal)
+        items = self.app.client_manager.fedex.devices.list_all(
+            state=args.state, terminal=args.terminal)
         return DEVICE_COLUMNS, [_row(d, DEVICE_COLUMNS) for d in items]
 
 
@@ -110,8 +104,7 @@ class ShowDevice(command.ShowOne):
         return parser
 
     def take_action(self, args):
-        d = self.app.client_manager.fedex.get(
-            '/devices/%s' % args.device)['device']
+        d = self.app.client_manager.fedex.devices.get(args.device)
         return DEVICE_COLUMNS + ('events',), _row(d, DEVICE_COLUMNS) + (
             _events(d),)
 
@@ -125,6 +118,5 @@ class ListTerminal(command.Lister):
         return parser
 
     def take_action(self, args):
-        items = self.app.client_manager.fedex.get(
-            '/terminals', site=args.site)['terminals']
+        items = self.app.client_manager.fedex.terminals.list(site=args.site)
         return TERMINAL_COLUMNS, [_row(t, TERMINAL_COLUMNS) for t in items]

@@ -97,16 +97,11 @@ class CreateMigration(command.ShowOne):
                     'volumes moved on their own need --site')
             # The source site: the volumes' availability zone (fedex-api
             # asks Cinder) unless given.
-            body = {'volumes': [{'volume_id': v} for v in
-                                self._volume_ids(args.volumes)],
-                    'dest_site': args.dest_site}
-            for key in ('source_site', 'name'):
-                if getattr(args, key):
-                    body[key] = getattr(args, key)
-            options = _options(args)
-            if options:
-                body['options'] = options
-            m = client.migration_create(body)
+            m = client.migrations.create(
+                args.dest_site, volumes=[{'volume_id': v} for v in
+                                         self._volume_ids(args.volumes)],
+                source_site=args.source_site or None,
+                name=args.name or None, options=_options(args) or None)
             if args.wait:
                 m = common.follow(client, m['id'], args.wait_interval)
             return common.MIGRATION_COLUMNS, common.migration_row(m)
@@ -134,7 +129,7 @@ class CreateMigration(command.ShowOne):
             source_site=args.source_site, dest_site=args.dest_site,
             dest_host=args.dest_host, name=args.name,
             options=_options(args))
-        m = client.migration_create(body)
+        m = client.migrations.create(**body)
         if args.wait:
             m = common.follow(client, m['id'], args.wait_interval)
         return common.MIGRATION_COLUMNS, common.migration_row(m)
@@ -160,13 +155,13 @@ class ListMigration(command.Lister):
         client = self.app.client_manager.fedex
         params = {'state': args.state, 'server': args.server,
                   'project': args.project,
-                  'all_projects': 'true' if args.all_projects else None,
+                  'all_projects': args.all_projects,
                   'sort_key': args.sort_key, 'sort_dir': args.sort_dir}
         if args.marker or args.limit:
-            items = client.get('/migrations', limit=args.limit,
-                               marker=args.marker, **params)['migrations']
+            items = client.migrations.list(limit=args.limit,
+                                           marker=args.marker, **params)
         else:
-            items = client.list_all('/migrations', 'migrations', **params)
+            items = client.migrations.list_all(**params)
         columns = common.MIGRATION_COLUMNS if args.long else \
             common.LIST_COLUMNS
         return columns, [common.migration_row(m, columns) for m in items]
@@ -183,7 +178,7 @@ class ShowMigration(command.ShowOne):
         return parser
 
     def take_action(self, args):
-        m = self.app.client_manager.fedex.migration_get(args.migration)
+        m = self.app.client_manager.fedex.migrations.get(args.migration)
         columns = common.MIGRATION_COLUMNS
         row = common.migration_row(m)
         if args.events:
@@ -205,8 +200,8 @@ class _Action(command.ShowOne):
         return {}
 
     def take_action(self, args):
-        m = self.app.client_manager.fedex.migration_action(
-            args.migration, self.verb, self._args(args))
+        m = self.app.client_manager.fedex.migrations.action(
+            args.migration, self.verb, **self._args(args))
         return common.MIGRATION_COLUMNS, common.migration_row(m)
 
 

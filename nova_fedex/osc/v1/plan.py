@@ -1,6 +1,8 @@
 """``openstack fedex plan create|list|show|delete``: ship or WAN, and from
 how many VMs; fedex-api keeps every plan it computed until deleted."""
 
+import json
+
 from osc_lib.command import command
 from osc_lib import exceptions
 
@@ -88,7 +90,7 @@ class CreatePlan(command.ShowOne):
         body = self._body(args)
         if args.name:
             body['name'] = args.name
-        plan = self.app.client_manager.fedex.post('/plans', body)['plan']
+        plan = self.app.client_manager.fedex.plans.create(**body)
         if args.plot:
             plot(plan, args.plot)
         rows = plan_rows(plan)
@@ -131,9 +133,8 @@ class ListPlan(command.Lister):
         return parser
 
     def take_action(self, args):
-        items = self.app.client_manager.fedex.list_all(
-            '/plans', 'plans', limit=args.limit,
-            all_projects=1 if args.all_projects else None,
+        items = self.app.client_manager.fedex.plans.list_all(
+            limit=args.limit, all_projects=args.all_projects,
             project=args.project)
         columns = ('id', 'name', 'vms', 'recommended', 'wan_total_time',
                    'fedex_total_time', 'break_even_vms', 'created_at')
@@ -150,13 +151,12 @@ class ShowPlan(command.ShowOne):
         return parser
 
     def take_action(self, args):
-        plan = self.app.client_manager.fedex.get('/plans/%s' % args.plan)[
-            'plan']
+        plan = self.app.client_manager.fedex.plans.get(args.plan)
         rows = plan_rows(plan) + [
             ('project_id', plan.get('project_id')),
             ('created_at', plan.get('created_at')),
-            ('request', self.app.client_manager.fedex.dumps(
-                plan.get('request')))]
+            ('request', json.dumps(plan.get('request'), indent=2,
+                                   sort_keys=True))]
         return tuple(r[0] for r in rows), tuple(r[1] for r in rows)
 
 

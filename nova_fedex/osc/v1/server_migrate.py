@@ -62,7 +62,7 @@ class FedexMigrateServer(osc_server.MigrateServer):
             images=images, source_site=parsed_args.source_site,
             dest_site=parsed_args.site, dest_host=parsed_args.host,
             options=options)
-        m = client.migration_create(body)
+        m = client.migrations.create(**body)
         print('fedex migration %s created (%s)' % (m['id'], m['state']),
               file=self.app.stdout)
         if parsed_args.wait:

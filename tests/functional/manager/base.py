@@ -13,18 +13,23 @@ import uuid
 
 from oslo_config import cfg
 
-from lsrp import exception
-from fedex_manager import actions
-from fedex_manager import conductor
+from fedex_manager.actions import cutover as cutover_actions
+from fedex_manager.actions import devices as device_actions
+from fedex_manager.actions import events as event_actions
+from fedex_manager.actions import migrations
+from fedex_manager.actions import shipping
+from fedex_manager.actions import sites as site_actions
+from fedex_manager.conductor import jobboard
 from fedex_manager import context
 from fedex_manager.db import api as db
-from fedex_sandbox.manager import deploy
 from fedex_manager import jobs
 from fedex_manager import keys
 from fedex_manager import opts
 from fedex_manager import rpc
 from fedex_manager import states
 from fedex_sandbox import demo
+from fedex_sandbox.manager import deploy
+from lsrp import exception
 from tests.functional import base
 
 CONF = cfg.CONF
@@ -57,7 +62,7 @@ class ManagerTestCase(base.FunctionalTestCase):
         CONF(['--config-file', conf], project='fedex-test')
         self.addCleanup(CONF.reset)
         db.configure(self.dep.db_url)
-        backend, board = conductor.install_poster(CONF)
+        backend, board = jobboard.install_poster(CONF)
         self.board = board
         self.addCleanup(board.close)
         self.addCleanup(jobs.set_poster, None)
@@ -65,8 +70,8 @@ class ManagerTestCase(base.FunctionalTestCase):
                                           project_id='p-test')
         for site in ('site-a', 'site-b'):
             s = self.sandbox.site(site)
-            actions.site_register(self.ctx, site, ceph_conf=s.conf,
-                                  ceph_keyring=s.keyring)
+            site_actions.site_register(self.ctx, site, ceph_conf=s.conf,
+                                       ceph_keyring=s.keyring)
 
     def key_manager(self):
         """castellan's sections per role, or None: the file key store."""
@@ -76,10 +81,10 @@ class ManagerTestCase(base.FunctionalTestCase):
         self.serials = self.dep.make_slots('site-a', devices)
         for site in ('site-a', 'site-b'):
             self.dep.start_agent(site)
-        self.dep.wait(lambda: len(actions.device_list(
+        self.dep.wait(lambda: len(device_actions.device_list(
             self.ctx, {'state': 'BLANK'})) >= devices and all(
-            t['health'] == 'UP' for t in actions.terminal_list(self.ctx))
-            and len(actions.terminal_list(self.ctx)) == 2, 60,
+            t['health'] == 'UP' for t in site_actions.terminal_list(self.ctx))
+            and len(site_actions.terminal_list(self.ctx)) == 2, 60,
             'the terminals and their devices')
 
     def vm(self, sizes=(64 * MiB, 32 * MiB), write_rate=256 << 10):
@@ -109,7 +114,7 @@ class ManagerTestCase(base.FunctionalTestCase):
                  'threshold_bytes': 4 * MiB, 'max_rounds': 4,
                  'keep_warm_seconds': 3600}
         opts_.update(options)
-        return actions.migration_create(
+        return migrations.migration_create(
             self.ctx, [{'server_id': server or 'vm-%s' % self.id_,
                         'volumes': specs}], 'site-a', 'site-b',
             options=opts_, dest_terminal=dest_terminal)
@@ -126,7 +131,7 @@ class ManagerTestCase(base.FunctionalTestCase):
         self.addCleanup(self.dep.processes[name].stop)
         self.dep.wait(lambda: any(
             t['name'] == name and t['health'] == 'UP'
-            for t in actions.terminal_list(self.ctx)), 60, name)
+            for t in site_actions.terminal_list(self.ctx)), 60, name)
         return name
 
     def state(self, m):
@@ -172,8 +177,8 @@ class ManagerTestCase(base.FunctionalTestCase):
     def cut_over(self, m, writer):
         """What Nova does: pause the VM, let the final delta run."""
         writer.pause()
-        actions.migration_approve_cutover(self.ctx, m['id'])
-        actions.migration_cutover_start(self.ctx, m['id'])
+        cutover_actions.migration_approve_cutover(self.ctx, m['id'])
+        cutover_actions.migration_cutover_start(self.ctx, m['id'])
         self.wait_state(m, states.COMPLETED)
 
     def assert_converged(self, m):
@@ -230,7 +235,7 @@ class ManagerTestCase(base.FunctionalTestCase):
         wanted = (state,) if isinstance(state, str) else state
 
         def check():
-            for s in actions.shipment_list(self.ctx):
+            for s in shipping.shipment_list(self.ctx):
                 if s['name'].startswith('fedex-%s-' % m['id'].split('-')[0])\
                         and s['id'] not in exclude and \
                         (wanted is None or s['state'] in wanted):
@@ -268,10 +273,10 @@ class ManagerTestCase(base.FunctionalTestCase):
         The shipment erased, its key destroyed, devices BLANK and wiped, no
         snapshot of ours at the source.
         """
-        s = actions.shipment_list(self.ctx)[0]
+        s = shipping.shipment_list(self.ctx)[0]
         self.assertEqual('ERASED', s['state'])
         self.key_destroyed(s)
-        for d in actions.device_list(self.ctx):
+        for d in device_actions.device_list(self.ctx):
             self.assertEqual('BLANK', d['state'])
             self.assertEqual([], os.listdir(d['path']))
         self.assert_no_snapshots_of_ours(specs)
@@ -281,7 +286,7 @@ class ManagerTestCase(base.FunctionalTestCase):
                          for p in self.dep.processes.values())
 
     def events(self, m):
-        return [e['message'] for e in actions.events_query(
+        return [e['message'] for e in event_actions.events_query(
             self.ctx, migration=m['id'], limit=1000)]
 
 

@@ -4,13 +4,18 @@ import os
 import time
 import uuid
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import cutover as cutover_actions
+from fedex_manager.actions import devices as device_actions
+from fedex_manager.actions import events as event_actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import shipping
+from fedex_manager.actions import sites
 from fedex_manager.db import api as db
 from fedex_manager import rpc
 from fedex_manager import states
 from fedex_sandbox.services import base as svc_base
 from fedex_sandbox.services import shared
+from lsrp import exception
 from tests.functional.manager import base
 
 
@@ -42,7 +47,7 @@ class TestFaults(base.ManagerTestCase):
         out-of-order carrier events are recorded, ignored or refused.
         """
         specs, writer, m = self.running()
-        s = self.dep.wait(lambda: actions.shipment_list(self.ctx), 60,
+        s = self.dep.wait(lambda: shipping.shipment_list(self.ctx), 60,
                           'the shipment')[0]
         # Through the helper: writing the plan over a shipment dispatched
         # already would drop its dispatch and leave it SEALED for ever.
@@ -54,7 +59,7 @@ class TestFaults(base.ManagerTestCase):
         self.wait_state(m, states.FAILED, timeout=180)
         m = db.get(self.ctx, 'migration', m['id'])
         self.assertIn('custody check failed', m['last_error'])
-        s = actions.shipment_show(self.ctx, s['id'])
+        s = shipping.shipment_show(self.ctx, s['id'])
         self.assertEqual('TAMPERED', s['state'])
         self.key_destroyed(s)
         # Nothing was imported at the destination.
@@ -63,11 +68,11 @@ class TestFaults(base.ManagerTestCase):
                 self.assertFalse(pool.image_exists(spec.split('/')[1]))
         # The courier's events again: a duplicate is ignored, an event
         # out of order refused; both recorded.
-        again = actions.carrier_event(self.ctx, s['id'], 'deliver', seq=3)
+        again = shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=3)
         self.assertTrue(again['ignored'])
-        self.assertRaises(exception.InvalidTransition, actions.carrier_event,
+        self.assertRaises(exception.InvalidTransition, shipping.carrier_event,
                           self.ctx, s['id'], 'hand_over', seq=99)
-        texts = [e['message'] for e in actions.events_query(
+        texts = [e['message'] for e in event_actions.events_query(
             self.ctx, resource_id=s['id'])]
         self.assertTrue(any('ignored' in t for t in texts))
         self.assertTrue(any('refused' in t for t in texts))
@@ -92,7 +97,7 @@ class TestFaults(base.ManagerTestCase):
         self.assertEqual(1, rpc.TerminalAPI(term['rpc_topic']).status(
             op['id'])['attempts'])
         self.assertEqual(states.CATCHING_UP, self.state(m))
-        actions.migration_abort(self.ctx, m['id'], 'test')
+        lifecycle.migration_abort(self.ctx, m['id'], 'test')
         self.wait_state(m, states.ABORTED, timeout=120)
         self.assert_cleaned_up_after_abort(specs)
 
@@ -150,8 +155,8 @@ class TestMoreFaults(base.ManagerTestCase):
         # Unreachable: the agent is down when the cutover starts.
         self.dep.processes.pop(agent).stop()
         writer.pause()
-        actions.migration_approve_cutover(self.ctx, m['id'])
-        actions.migration_cutover_start(self.ctx, m['id'])
+        cutover_actions.migration_approve_cutover(self.ctx, m['id'])
+        cutover_actions.migration_cutover_start(self.ctx, m['id'])
         self.dep.wait(lambda: any('did not answer final_delta' in t
                                   for t in self.events(m)), 120,
                       'an event saying the terminal does not answer')
@@ -242,20 +247,20 @@ class TestMoreFaults(base.ManagerTestCase):
         self.assertEqual(states.IN_TRANSIT, self.state(m))
         # New blank devices at the source, then re-ship.
         self.dep.make_slots('site-a', 3)
-        self.dep.wait(lambda: len(actions.device_list(
+        self.dep.wait(lambda: len(device_actions.device_list(
             self.ctx, {'state': 'BLANK'})) >= 3, 60, 'three blank devices')
-        actions.migration_reship(self.ctx, m['id'])
+        lifecycle.migration_reship(self.ctx, m['id'])
         s2 = self.wait_shipment(m, exclude=(s1['id'],))
         self.assertEqual(s1['base_snapshot'], s2['base_snapshot'])
 
         def packed():
-            devices = actions.device_list(self.ctx,
-                                          {'shipment_id': s2['id']})
+            devices = device_actions.device_list(self.ctx,
+                                                 {'shipment_id': s2['id']})
             return len(devices) == 3 and devices
         devices = self.dep.wait(packed, 60, 'the devices of %s' % s2['name'])
         self.courier_plan(s2, {'lose_devices': [devices[0]['serial']]})
         self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
-        s2 = actions.shipment_show(self.ctx, s2['id'])
+        s2 = shipping.shipment_show(self.ctx, s2['id'])
         self.assertEqual('IMPORTED', s2['state'])
         self.cut_over(m, writer)
         self.assert_converged(m)
@@ -279,23 +284,23 @@ class TestMoreFaults(base.ManagerTestCase):
         # The courier takes an hour: the abort comes while it travels.
         self.courier_plan(sa, {'timetable': {'hand_over': 0, 'depart': 1,
                                              'deliver': 3600}})
-        self.dep.wait(lambda: len(actions.device_list(
+        self.dep.wait(lambda: len(device_actions.device_list(
             self.ctx, {'shipment_id': sa['id']})) == 3, 60, 'A packed')
         mb = self.migrate(specs_b, server='vm-b-%s' % self.id_)
         self.wait_state(ma, states.IN_TRANSIT)
-        actions.migration_abort(self.ctx, ma['id'], 'test')
+        lifecycle.migration_abort(self.ctx, ma['id'], 'test')
         self.wait_state(ma, states.ABORTED, timeout=120)
         self.key_destroyed(sa)
         self.assert_no_snapshots_of_ours(specs_a)
         # B: imported at the destination, rounds done; then aborted.
         self.wait_state(mb, states.READY_FOR_CUTOVER, timeout=240)
         sb = self.wait_shipment(mb)
-        actions.migration_abort(self.ctx, mb['id'], 'test')
+        lifecycle.migration_abort(self.ctx, mb['id'], 'test')
         self.wait_state(mb, states.ABORTED, timeout=120)
-        sb = actions.shipment_show(self.ctx, sb['id'])
+        sb = shipping.shipment_show(self.ctx, sb['id'])
         self.assertEqual('ERASED', sb['state'])
         self.key_destroyed(sb)
-        blank = actions.device_list(self.ctx, {'state': 'BLANK'})
+        blank = device_actions.device_list(self.ctx, {'state': 'BLANK'})
         self.assertEqual(3, len(blank))
         for d in blank:
             self.assertEqual([], os.listdir(d['path']))
@@ -330,7 +335,7 @@ class TestMoreFaults(base.ManagerTestCase):
                                             'deliver': 10}})
         self.wait_state(m, states.IN_TRANSIT)
         scanned_at = db.now().isoformat() + 'Z'
-        a = actions.terminal_show(self.ctx, 'terminal-site-a')
+        a = sites.terminal_show(self.ctx, 'terminal-site-a')
         listed = [{'serial': d['serial'], 'path': d['path'],
                    'slot': d['slot']} for d in db.devices_of(
             self.ctx, s['id'])]
@@ -340,7 +345,7 @@ class TestMoreFaults(base.ManagerTestCase):
         # DELIVERED (CI did, and waited for it for 180 s).
         self.wait_shipment(m, (states.S_DELIVERED, states.S_VERIFIED,
                                states.S_IMPORTED, states.S_ERASED))
-        b2_id = actions.terminal_show(self.ctx, b2)['id']
+        b2_id = sites.terminal_show(self.ctx, b2)['id']
 
         def at_b2():
             return [(d['serial'], d['terminal_id'] == b2_id and
@@ -352,7 +357,7 @@ class TestMoreFaults(base.ManagerTestCase):
         rpc.ManagerAPI('terminal-site-a').heartbeat(dict(
             a['info'], devices=listed, scanned_at=scanned_at,
             marker=marker))
-        self.dep.wait(lambda: actions.terminal_show(
+        self.dep.wait(lambda: sites.terminal_show(
             self.ctx, 'terminal-site-a')['info'].get('marker') == marker,
             30, 'the late heartbeat handled', interval=0.05)
         # The heartbeat's devices are handled right after its info: the

@@ -2,7 +2,13 @@
 sandbox (MariaDB, RabbitMQ, ZooKeeper, two Ceph clusters), with a writer
 changing the images, and survive kill -9 of what runs them."""
 
-from fedex_manager import actions
+from fedex_manager.actions import events
+
+from fedex_manager.actions import lifecycle
+
+from fedex_manager.actions import migrations
+
+from fedex_manager.actions import shipping
 from fedex_manager.db import api as db
 from fedex_manager import states
 from tests.functional.manager import base
@@ -36,28 +42,28 @@ class TestEndToEnd(base.ManagerTestCase):
         snap_op = db.list_(self.ctx, 'operation', {
             'migration_id': m['id'], 'kind': 'snapshot'})[0]
         self.assertEqual(1, snap_op['attempts'])
-        shown = actions.migration_show(self.ctx, m['id'])
+        shown = migrations.migration_show(self.ctx, m['id'])
         self.assertGreaterEqual(shown['progress']['rounds'], 1)
         self.assertEqual('IMPORTED', shown['shipments'][0]['state'])
         self.cut_over(m, writer)
         self.assert_converged(m)
-        actions.migration_cleanup(self.ctx, m['id'])
+        lifecycle.migration_cleanup(self.ctx, m['id'])
         self.wait_state(m, states.CLEANED)
         # The cleanup removed our snapshots at both sites.
         self.assert_no_snapshots_of_ours(_images(m, 'source_image'))
         self.assert_no_snapshots_of_ours(_images(m, 'dest_image'),
                                          site='site-b')
-        s = actions.shipment_list(self.ctx)[0]
+        s = shipping.shipment_list(self.ctx)[0]
         self.assertEqual('ERASED', s['state'])
         self.key_destroyed(s)
-        texts = [e['message'] for e in actions.events_query(
+        texts = [e['message'] for e in events.events_query(
             self.ctx, resource_id=s['id'])]
         self.assertTrue(any('custody check passed' in t for t in texts))
 
     def test_abort_in_exporting(self):
         specs, writer, m = self.running()
         self.wait_op(m, 'export', 'RUNNING')
-        actions.migration_abort(self.ctx, m['id'], 'test')
+        lifecycle.migration_abort(self.ctx, m['id'], 'test')
         self.wait_state(m, states.ABORTED, timeout=120)
         # The VM is untouched: its images are there, without our snapshots.
         self.assert_cleaned_up_after_abort(specs)

@@ -6,7 +6,13 @@ sites)."""
 
 import os
 
-from fedex_manager import actions
+from fedex_manager.actions import devices as device_actions
+
+from fedex_manager.actions import lifecycle
+
+from fedex_manager.actions import migrations as migration_actions
+
+from fedex_manager.actions import shipping
 from fedex_manager.db import api as db
 from fedex_manager import states
 from fedex_sandbox import demo
@@ -42,7 +48,7 @@ class TestShipments(base.ManagerTestCase):
         is: the first one prepared, not necessarily the first one asked
         for), and ``vms`` in the same order.
         """
-        made = actions.migrations_create(self.ctx, [
+        made = migration_actions.migrations_create(self.ctx, [
             self.request(specs, 'vm%d-%s' % (i, self.id_))
             for i, (specs, _) in enumerate(vms)], one_shipment=True)
         index = {m['id']: i for i, m in enumerate(made)}
@@ -74,7 +80,7 @@ class TestShipments(base.ManagerTestCase):
             writer2.stopped.set()
             writer2.resume()
             writer2.join()
-        m1, m2 = actions.migrations_create(self.ctx, [
+        m1, m2 = migration_actions.migrations_create(self.ctx, [
             self.request(specs1, 'vm1-%s' % self.id_),
             self.request(specs2, 'vm2-%s' % self.id_)], one_shipment=True)
         for m in (m1, m2):
@@ -97,7 +103,7 @@ class TestShipments(base.ManagerTestCase):
         sids = {v['shipment_id'] for m in (m1, m2)
                 for v in db.get(self.ctx, 'migration', m['id'])['volumes']}
         self.assertEqual(1, len(sids))
-        s = actions.shipment_show(self.ctx, sids.pop())
+        s = shipping.shipment_show(self.ctx, sids.pop())
         self.assertEqual(sorted([m1['id'], m2['id']]), s['migrations'])
         self.assertEqual('IMPORTED', s['state'])
         # One export and one import for both.
@@ -108,11 +114,11 @@ class TestShipments(base.ManagerTestCase):
         for m, writer in ((m1, writer1), (m2, writer2)):
             self.cut_over(m, writer)
             self.assert_converged(m)
-        actions.migration_cleanup(self.ctx, m1['id'])
+        lifecycle.migration_cleanup(self.ctx, m1['id'])
         self.wait_state(m1, states.CLEANED)
-        actions.migration_cleanup(self.ctx, m2['id'])
+        lifecycle.migration_cleanup(self.ctx, m2['id'])
         self.wait_state(m2, states.CLEANED)
-        self.assertEqual('ERASED', actions.shipment_show(
+        self.assertEqual('ERASED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
         self.key_destroyed(s)
         self.assert_no_snapshots_of_ours(specs1 + specs2)
@@ -131,7 +137,7 @@ class TestShipments(base.ManagerTestCase):
         # The group's export has begun (running, or even done): abort one
         # that does not lead it (a leader aborted is another test).
         (lead, gone, other), vms = self.group_of_three(vms)
-        actions.migration_abort(self.ctx, gone['id'], 'test')
+        lifecycle.migration_abort(self.ctx, gone['id'], 'test')
         self.assertNotEqual(states.SEALED, self.state(lead))
         self.wait_state(gone, states.ABORTED, timeout=180)
         for m in (lead, other):
@@ -139,7 +145,7 @@ class TestShipments(base.ManagerTestCase):
         gone_images = set(vms[1][0])
         for sid in {v['shipment_id'] for m in (lead, other) for v in
                     db.get(self.ctx, 'migration', m['id'])['volumes']}:
-            s = actions.shipment_show(self.ctx, sid)
+            s = shipping.shipment_show(self.ctx, sid)
             self.assertEqual('IMPORTED', s['state'])
             self.assertEqual(sorted([lead['id'], other['id']]),
                              s['migrations'])
@@ -169,13 +175,13 @@ class TestShipments(base.ManagerTestCase):
         self.start_terminals(devices=6)
         vms = [self.vm((32 * MiB,)) for _ in range(3)]
         (lead, second, third), vms = self.group_of_three(vms)
-        actions.migration_abort(self.ctx, lead['id'], 'test')
+        lifecycle.migration_abort(self.ctx, lead['id'], 'test')
         self.wait_state(lead, states.ABORTED, timeout=180)
         for m in (second, third):
             self.wait_state(m, states.READY_FOR_CUTOVER, timeout=400)
         for sid in {v['shipment_id'] for m in (second, third) for v in
                     db.get(self.ctx, 'migration', m['id'])['volumes']}:
-            s = actions.shipment_show(self.ctx, sid)
+            s = shipping.shipment_show(self.ctx, sid)
             self.assertEqual('IMPORTED', s['state'])
             self.assertEqual(sorted([second['id'], third['id']]),
                              s['migrations'])
@@ -199,7 +205,7 @@ class TestShipments(base.ManagerTestCase):
         sids = {v['source_image']: v['shipment_id'] for v in m['volumes']}
         self.assertEqual(2, len(set(sids.values())), sids)
         for sid in set(sids.values()):
-            self.assertEqual('IMPORTED', actions.shipment_show(
+            self.assertEqual('IMPORTED', shipping.shipment_show(
                 self.ctx, sid)['state'])
         self.cut_over(m, writer)
         self.assert_converged(m)
@@ -214,16 +220,16 @@ class TestShipments(base.ManagerTestCase):
         self.courier_plan(s, {'timetable': {'hand_over': 0, 'depart': 1,
                                             'deliver': 25}})
         self.wait_state(m, states.IN_TRANSIT)
-        actions.migration_abort(self.ctx, m['id'], 'test')
+        lifecycle.migration_abort(self.ctx, m['id'], 'test')
         self.wait_state(m, states.ABORTED, timeout=120)
         self.key_destroyed(s)
-        self.assertIn(actions.shipment_show(self.ctx, s['id'])['state'],
+        self.assertIn(shipping.shipment_show(self.ctx, s['id'])['state'],
                       ('HANDED_TO_CARRIER', 'IN_TRANSIT'))
         # Delivered later; the destination terminal wipes them.
-        self.dep.wait(lambda: actions.shipment_show(
+        self.dep.wait(lambda: shipping.shipment_show(
             self.ctx, s['id'])['state'] == 'ERASED', 300,
             'the shipment ERASED after its return')
-        devices = actions.device_list(self.ctx)
+        devices = device_actions.device_list(self.ctx)
         self.assertEqual(3, len(devices))
         b = db.get(self.ctx, 'terminal', m['dest_terminal_id'])
         for d in devices:
@@ -242,14 +248,14 @@ class TestShipments(base.ManagerTestCase):
         self.courier_plan(s, {'fate': 'return', 'timetable': {
             'hand_over': 0, 'depart': 1, 'deliver': 25}})
         self.wait_state(m, states.IN_TRANSIT)
-        actions.migration_abort(self.ctx, m['id'], 'test')
+        lifecycle.migration_abort(self.ctx, m['id'], 'test')
         self.wait_state(m, states.ABORTED, timeout=120)
         self.key_destroyed(s)
-        self.dep.wait(lambda: actions.shipment_show(
+        self.dep.wait(lambda: shipping.shipment_show(
             self.ctx, s['id'])['state'] == 'ERASED', 120,
             'the shipment ERASED after its return to the sender')
         a = db.get(self.ctx, 'terminal', m['source_terminal_id'])
-        devices = actions.device_list(self.ctx)
+        devices = device_actions.device_list(self.ctx)
         self.assertEqual(3, len(devices))
         for d in devices:
             self.assertEqual('BLANK', d['state'])
@@ -272,7 +278,7 @@ class TestShipments(base.ManagerTestCase):
         self.wait_shipment(m, 'LOST')
         self.dep.wait(lambda: any('re-ship' in t for t in self.events(m)),
                       30, 'the event telling to re-ship')
-        actions.migration_reship(self.ctx, m['id'], seed_over_wan=True)
+        lifecycle.migration_reship(self.ctx, m['id'], seed_over_wan=True)
         self.wait_state(m, states.READY_FOR_CUTOVER, timeout=300)
         seeded = db.list_(self.ctx, 'operation', {
             'migration_id': m['id'], 'kind': 'seed_over_wan'})

@@ -15,8 +15,11 @@ import types
 import fixtures
 from oslo_config import cfg
 
-from fedex_manager import actions
-from fedex_manager import conductor
+from fedex_manager.actions import migrations
+
+from fedex_manager.actions import sites
+from fedex_manager.conductor import jobboard
+from fedex_manager.conductor import periodics
 from fedex_manager.db import api as db
 from fedex_manager import states
 from tests.functional.manager import base
@@ -42,9 +45,9 @@ class TestSweeper(base.ManagerTestCase):
     def setUp(self):
         super().setUp()
         CONF.set_override('sweep_interval', 1, group='conductor')
-        self.zk = conductor.zk_client(CONF)
+        self.zk = jobboard.zk_client(CONF)
         self.addCleanup(self.zk.stop)
-        self.sweeper = conductor.Sweeper(self.board, self.zk, 'sweeper-t')
+        self.sweeper = periodics.Sweeper(self.board, self.zk, 'sweeper-t')
 
     def jobs_of(self, m):
         return sorted(j.details['generation'] for j in
@@ -55,7 +58,7 @@ class TestSweeper(base.ManagerTestCase):
         """A process holding the migration's ``kind`` lock; kill it."""
         proc = subprocess.Popen(
             [sys.executable, '-c', HOLDER, ','.join(CONF.jobboard.hosts),
-             conductor.lock_path(kind, m['id']),
+             jobboard.lock_path(kind, m['id']),
              str(CONF.jobboard.session_timeout)],
             stdout=subprocess.PIPE, text=True)
         self.addCleanup(proc.wait)
@@ -65,9 +68,9 @@ class TestSweeper(base.ManagerTestCase):
 
     def new_migration(self):
         for site in ('site-a', 'site-b'):
-            actions.terminal_register(self.ctx, 'term-%s' % site, site)
+            sites.terminal_register(self.ctx, 'term-%s' % site, site)
         _, name = self.new_image(4 * base.MiB)
-        return actions.migration_create(
+        return migrations.migration_create(
             self.ctx, [{'server_id': 'vm-%s' % self.id_,
                         'volumes': ['vms/%s' % name]}],
             'site-a', 'site-b', start=False)
@@ -80,7 +83,7 @@ class TestSweeper(base.ManagerTestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'taskflow.conductors.backends.impl_executor.ExecutorConductor.'
             '_dispatch_job', lambda self_, job: ran.append('ran') or True))
-        c = conductor.OneRunConductor(
+        c = jobboard.OneRunConductor(
             self.zk, CONF, 'conductor-t', self.board, engine='serial',
             max_simultaneous_jobs=1, wait_timeout=0.2)
         job = types.SimpleNamespace(name='prepare-%s-2' % m['id'],
@@ -94,7 +97,7 @@ class TestSweeper(base.ManagerTestCase):
         proc.wait()
         t.join(3 * CONF.jobboard.session_timeout + 20)
         self.assertEqual(['ran', True], ran)
-        self.assertEqual([], conductor.busy(self.zk, m['id']))
+        self.assertEqual([], jobboard.busy(self.zk, m['id']))
 
     def test_late_post_or_running_job_is_not_posted_again(self):
         m = self.new_migration()
@@ -103,21 +106,21 @@ class TestSweeper(base.ManagerTestCase):
         for kind in ('post', 'run'):
             # A poster (or a job of the migration) that is only late.
             proc = self.hold(kind, m)
-            self.sweeper.sweep()
-            self.sweeper.sweep()
+            self.sweeper.run(periodics.repost_lost_phases)
+            self.sweeper.run(periodics.repost_lost_phases)
             self.assertEqual([], self.jobs_of(m), kind)
             self.assertEqual(m['generation'], db.get(
                 self.ctx, 'migration', m['id'])['generation'])
             # kill -9: ZooKeeper ends its session after session_timeout.
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
-            self.dep.wait(lambda: not conductor.busy(self.zk, m['id']),
+            self.dep.wait(lambda: not jobboard.busy(self.zk, m['id']),
                           3 * CONF.jobboard.session_timeout + 10,
                           'the dead holder\'s session to end')
         time.sleep(1.5)
-        self.sweeper.sweep()
+        self.sweeper.run(periodics.repost_lost_phases)
         # Posted once, and not again while that job is on the board.
-        self.sweeper.sweep()
+        self.sweeper.run(periodics.repost_lost_phases)
         gen = db.get(self.ctx, 'migration', m['id'])['generation']
         self.assertEqual([gen], self.jobs_of(m))
         self.assertEqual(m['generation'] + 1, gen)
@@ -132,14 +135,14 @@ class TestSweeper(base.ManagerTestCase):
         root = '%s-locks' % CONF.jobboard.path
         for m in (ended, working):
             for kind in ('post', 'run'):
-                self.zk.ensure_path(conductor.lock_path(kind, m['id']))
+                self.zk.ensure_path(jobboard.lock_path(kind, m['id']))
         with db.writer(self.ctx) as session:     # where they got to
             db._get(session, 'migration', ended['id']).state = \
                 states.ABORTED
             db._get(session, 'migration', working['id']).state = \
                 states.EXPORTING
         proc = self.hold('run', ended)          # a phase still ending
-        self.sweeper.sweep()
+        self.sweeper.run(periodics.remove_ended_locks)
         mine = sorted(n for n in self.zk.get_children(root)
                       if n.partition('-')[2] in (ended['id'], working['id']))
         self.assertEqual(sorted(['run-' + ended['id'],
@@ -147,10 +150,10 @@ class TestSweeper(base.ManagerTestCase):
                                  'run-' + working['id']]), mine)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        self.dep.wait(lambda: not conductor.busy(self.zk, ended['id']),
+        self.dep.wait(lambda: not jobboard.busy(self.zk, ended['id']),
                       3 * CONF.jobboard.session_timeout + 10,
                       'the dead holder\'s session to end')
-        self.sweeper.sweep()
+        self.sweeper.run(periodics.remove_ended_locks)
         mine = sorted(n for n in self.zk.get_children(root)
                       if n.partition('-')[2] in (ended['id'], working['id']))
         self.assertEqual(sorted(['post-' + working['id'],

@@ -5,8 +5,8 @@ from unittest import mock
 import fixtures
 import testtools
 
-from lsrp import exception
 from fedex_manager import cinder
+from lsrp import exception
 
 POOLS = {'pools': [
     {'name': 'cinder@site-a#ceph', 'capabilities': {'fedex_site': 'site-a'}},

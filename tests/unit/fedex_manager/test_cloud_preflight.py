@@ -5,8 +5,8 @@ import urllib.parse
 
 import testtools
 
-from lsrp import exception
 from fedex_manager import cloud_preflight
+from lsrp import exception
 
 
 class FakeResponse(object):

@@ -8,9 +8,13 @@ import fixtures
 from oslo_config import cfg
 from taskflow import engines
 
-from lsrp import exception
-from fedex_manager import actions
-from fedex_manager import conductor
+from fedex_manager.actions import devices as device_actions
+from fedex_manager.actions import events as event_actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import migrations
+from fedex_manager.actions import shipping
+from fedex_manager.actions import sites
+from fedex_manager.conductor import endpoint
 from fedex_manager.db import api as db
 from fedex_manager.flows import phases
 from fedex_manager.flows import tasks
@@ -18,6 +22,7 @@ from fedex_manager.flows.tasks import cutover as cutover_tasks
 from fedex_manager.flows.tasks import prepare as prepare_tasks
 from fedex_manager.flows.tasks import seal as seal_tasks
 from fedex_manager import states
+from lsrp import exception
 from tests.unit.fedex_manager import base
 
 CONF = cfg.CONF
@@ -33,7 +38,7 @@ class FakeTerminals(object):
         self.calls = []
         self.fail = {}
         self.fail_times = {}    # kind -> how many starts fail (default all)
-        self.endpoint = conductor.ManagerEndpoint()
+        self.endpoint = endpoint.ManagerEndpoint()
 
     def api(self, topic):
         outer = self
@@ -89,15 +94,15 @@ class FlowTestCase(base.DBTestCase):
         CONF.set_override('name', 'test-conductor', group='conductor')
         for opt in ('op_poll_interval', 'compute_driver', 'name'):
             self.addCleanup(CONF.clear_override, opt, group='conductor')
-        actions.site_register(self.ctx, 'site-a')
-        actions.site_register(self.ctx, 'site-b')
-        actions.terminal_register(self.ctx, 'term-a', 'site-a')
-        actions.terminal_register(self.ctx, 'term-b', 'site-b',
-                                  lsrp_address='127.0.0.1:1')
+        sites.site_register(self.ctx, 'site-a')
+        sites.site_register(self.ctx, 'site-b')
+        sites.terminal_register(self.ctx, 'term-a', 'site-a')
+        sites.terminal_register(self.ctx, 'term-b', 'site-b',
+                                lsrp_address='127.0.0.1:1')
         for i in range(3):
-            actions.device_register(self.ctx, 'SN%d' % i, 'term-a', slot=i,
-                                    path='/slots-a/SN%d' % i)
-        self.m = actions.migration_create(
+            device_actions.device_register(self.ctx, 'SN%d' % i, 'term-a', slot=i,
+                                           path='/slots-a/SN%d' % i)
+        self.m = migrations.migration_create(
             self.ctx, [{'server_id': 'vm0', 'volumes': ['vms/d0', 'vms/d1']}],
             'site-a', 'site-b', options={'cutover': 'automatic',
                                          'retention_days': 0})
@@ -116,8 +121,8 @@ class FlowTestCase(base.DBTestCase):
 
     def plug_in_at_destination(self):
         for i in range(3):
-            actions.device_register(self.ctx, 'SN%d' % i, 'term-b', slot=i,
-                                    path='/slots-b/SN%d' % i)
+            device_actions.device_register(self.ctx, 'SN%d' % i, 'term-b', slot=i,
+                                           path='/slots-b/SN%d' % i)
 
 
 class TestPhases(FlowTestCase):
@@ -126,20 +131,20 @@ class TestPhases(FlowTestCase):
         m = self.run_phase('prepare')
         self.assertEqual(states.SEALED, m['state'])
         self.assertEqual(['snapshot', 'export', 'seal'], self.kinds())
-        s = actions.shipment_list(self.ctx)[0]
+        s = shipping.shipment_list(self.ctx)[0]
         self.assertEqual('SEALED', s['state'])
         self.assertTrue(s['key_ref'])
         self.assertEqual('md', s['manifest_digest'])
         self.assertEqual({'SEALED'}, {d['state'] for d in
-                                      actions.device_list(self.ctx)})
+                                      device_actions.device_list(self.ctx)})
         # Parked: the courier's events move it on.
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         self.assertEqual('receive', self.posted[-1][1])
         self.plug_in_at_destination()
         m = self.run_phase('receive')
         self.assertEqual(states.CATCHING_UP, m['state'])
-        self.assertEqual('IMPORTED', actions.shipment_show(
+        self.assertEqual('IMPORTED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
         m = self.run_phase('catchup')
         # Automatic cutover in no window: straight on.
@@ -150,10 +155,10 @@ class TestPhases(FlowTestCase):
         self.assertEqual('cleanup', self.posted[-1][1])
         m = self.run_phase('cleanup')
         self.assertEqual(states.CLEANED, m['state'])
-        self.assertEqual('ERASED', actions.shipment_show(
+        self.assertEqual('ERASED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
         self.assertEqual({'BLANK'}, {d['state'] for d in
-                                     actions.device_list(self.ctx)})
+                                     device_actions.device_list(self.ctx)})
         self.assertIn('erase', self.kinds())
         self.assertIn('remove_snapshots', self.kinds())
         # Every state change was handed to the notification hook.
@@ -167,7 +172,7 @@ class TestPhases(FlowTestCase):
         m = self.run_phase('prepare')
         self.assertEqual(states.SEALED, m['state'])
         self.assertEqual(n, len(self.terminals.calls))
-        self.assertEqual(1, len(actions.shipment_list(self.ctx)))
+        self.assertEqual(1, len(shipping.shipment_list(self.ctx)))
 
     def test_task_rerun_after_crash_is_idempotent(self):
         # The conductor died while Export ran: taskflow runs it again.
@@ -179,13 +184,13 @@ class TestPhases(FlowTestCase):
         # Same operation id both times: the agent runs it once.
         self.assertEqual(1, len({c[2] for c in self.terminals.calls
                                  if c[1] == 'export'}))
-        self.assertEqual(1, len(actions.shipment_list(self.ctx)))
+        self.assertEqual(1, len(shipping.shipment_list(self.ctx)))
 
     def test_pack_skips_devices_another_shipment_took(self):
         # Another migration's Pack took SN0 after this one listed the
         # blank devices: SN0 is skipped, not a failure.
-        actions.device_register(self.ctx, 'SN3', 'term-a', slot=3,
-                                path='/slots-a/SN3')
+        device_actions.device_register(self.ctx, 'SN3', 'term-a', slot=3,
+                                       path='/slots-a/SN3')
         m = db.get(self.ctx, 'migration', self.m['id'])
         prepare_tasks.Snapshot().execute(m['id'], m['generation'])
         stale = db.list_(self.ctx, 'device', {'state': 'BLANK'},
@@ -213,7 +218,7 @@ class TestPhases(FlowTestCase):
         self.assertEqual(states.EXPORTING, m['failed_in'])
         self.assertIn('usb1 is full', m['last_error'])
         del self.terminals.fail['export']
-        actions.migration_retry(self.ctx, m['id'])
+        lifecycle.migration_retry(self.ctx, m['id'])
         m = self.run_phase('prepare')
         self.assertEqual(states.SEALED, m['state'])
 
@@ -222,36 +227,36 @@ class TestPhases(FlowTestCase):
         for t in (prepare_tasks.Snapshot(), prepare_tasks.Pack()):
             t.execute(m['id'], m['generation'])
         old_generation = m['generation']
-        actions.migration_abort(self.ctx, m['id'], 'changed my mind')
+        lifecycle.migration_abort(self.ctx, m['id'], 'changed my mind')
         # The prepare job still running finds itself superseded.
         self.assertRaises(tasks.Superseded, seal_tasks.Export().execute,
                           m['id'], old_generation)
         m = self.run_phase('abort')
         self.assertEqual(states.ABORTED, m['state'])
-        s = actions.shipment_list(self.ctx)[0]
+        s = shipping.shipment_list(self.ctx)[0]
         self.assertEqual('ERASED', s['state'])
         self.assertIn('remove_snapshots', self.kinds())
         # Nothing was imported: nothing to remove at the destination.
         self.assertNotIn('remove_images', self.kinds())
         self.assertEqual({'BLANK'}, {d['state'] for d in
-                                     actions.device_list(self.ctx)})
+                                     device_actions.device_list(self.ctx)})
         from fedex_manager import keys
         self.assertRaises(exception.KeyManagerError,
                           keys.get_store().get, s['key_ref'])
 
     def test_abort_after_import_removes_destination_copies(self):
-        self.m = actions.migration_create(
+        self.m = migrations.migration_create(
             self.ctx, [{'server_id': 'vm1', 'volumes': ['vms/d2']}],
             'site-a', 'site-b', options={'cutover': 'approved'})
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         self.plug_in_at_destination()
         self.run_phase('receive')
         m = self.run_phase('catchup')
         self.assertEqual(states.READY_FOR_CUTOVER, m['state'])
-        actions.migration_abort(self.ctx, m['id'], 'changed my mind')
+        lifecycle.migration_abort(self.ctx, m['id'], 'changed my mind')
         m = self.run_phase('abort')
         self.assertEqual(states.ABORTED, m['state'])
         removed = [c for c in self.terminals.calls
@@ -261,15 +266,15 @@ class TestPhases(FlowTestCase):
 
     def test_tampered_seal(self):
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         self.plug_in_at_destination()
         self.terminals.fail['verify'] = (
             'CustodyMismatch: devices SN1 do not match the seal record')
         m = self.run_phase('receive')
         self.assertEqual(states.FAILED, m['state'])
-        self.assertIn('TAMPERED', actions.shipment_show(
+        self.assertIn('TAMPERED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
         self.assertNotIn('import', self.kinds())
         from fedex_manager import keys
@@ -286,9 +291,9 @@ class TestUnreachableDestination(FlowTestCase):
     def setUp(self):
         super().setUp()
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         self.plug_in_at_destination()
         self.run_phase('receive')
         CONF.set_override('peer_retry_interval', 1, group='conductor')
@@ -297,7 +302,7 @@ class TestUnreachableDestination(FlowTestCase):
         self.terminals.fail['catchup_round'] = self.UNREACHABLE
 
     def events(self):
-        return [e['message'] for e in actions.events_query(
+        return [e['message'] for e in event_actions.events_query(
             self.ctx, migration=self.m['id'], limit=1000)]
 
     def test_waits_and_goes_on_when_it_is_back(self):
@@ -349,7 +354,7 @@ class TestDetachedVolume(FlowTestCase):
                                         calls.append(n))))
         nova = self.useFixture(fixtures.MockPatchObject(
             cutover_tasks, 'start_nova_cutover')).mock
-        self.m = actions.migration_create(
+        self.m = migrations.migration_create(
             self.ctx, None, 'site-a', 'site-b',
             volumes=[{'volume_id': 'v1'}],
             options={'cutover': 'automatic', 'retention_days': 0})
@@ -358,9 +363,9 @@ class TestDetachedVolume(FlowTestCase):
                          [(v['volume_id'], v['kind'], v['source_image'],
                            v['server_id']) for v in self.m['volumes']])
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         self.plug_in_at_destination()
         self.run_phase('receive')
         m = self.run_phase('catchup')
@@ -371,7 +376,7 @@ class TestDetachedVolume(FlowTestCase):
         self.assertEqual(['mark', 'cutover'], calls)
 
     def test_needs_a_server_or_a_volume(self):
-        e = self.assertRaises(exception.InvalidInput, actions.migration_create,
+        e = self.assertRaises(exception.InvalidInput, migrations.migration_create,
                               self.ctx, [], 'site-a', 'site-b')
         self.assertIn('at least one server or volume', str(e))
 
@@ -384,7 +389,7 @@ class TestGroupAbortWhilePacked(FlowTestCase):
         CONF.set_override('shipment_group_window', 0, group='conductor')
         self.addCleanup(CONF.clear_override, 'shipment_group_window',
                         group='conductor')
-        self.group = actions.migrations_create(self.ctx, [
+        self.group = migrations.migrations_create(self.ctx, [
             {'servers': [{'server_id': 'g%d' % i,
                           'volumes': ['vms/g%d' % i]}],
              'source_site': 'site-a', 'dest_site': 'site-b'}
@@ -406,7 +411,7 @@ class TestGroupAbortWhilePacked(FlowTestCase):
             t().execute(m['id'], m['generation'])
 
     def abort_leader(self):
-        actions.migration_abort(self.ctx, self.lead['id'], 'test')
+        lifecycle.migration_abort(self.ctx, self.lead['id'], 'test')
         m = db.get(self.ctx, 'migration', self.lead['id'])
         engines.run(phases.FACTORIES['abort'](), store={
             'migration_id': m['id'], 'generation': m['generation']})
@@ -461,7 +466,7 @@ class TestGroupAbortWhilePacked(FlowTestCase):
 
     def test_aborted_before_the_export_is_left_out(self):
         self.leader(prepare_tasks.Snapshot, prepare_tasks.Pack)
-        actions.migration_abort(self.ctx, self.gone['id'], 'test')
+        lifecycle.migration_abort(self.ctx, self.gone['id'], 'test')
         self.leader(seal_tasks.Export, seal_tasks.Seal)
         self.assertEqual({None}, self.shipment_of(self.gone))
         sid, = self.shipment_of(self.lead)
@@ -480,7 +485,7 @@ class TestGroupAbortWhilePacked(FlowTestCase):
         self.leader(prepare_tasks.Snapshot, prepare_tasks.Pack,
                     seal_tasks.Export)
         first, = self.shipment_of(self.lead)
-        actions.migration_abort(self.ctx, self.gone['id'], 'test')
+        lifecycle.migration_abort(self.ctx, self.gone['id'], 'test')
         self.leader(seal_tasks.Seal)
         old = db.get(self.ctx, 'shipment', first)
         self.assertEqual('ERASED', old['state'])
@@ -498,7 +503,7 @@ class TestGroupAbortWhilePacked(FlowTestCase):
         # The three devices, wiped and blank again, carry the new one.
         self.assertEqual([('SEALED', sid)] * 3, [
             (d['state'], d['shipment_id'])
-            for d in actions.device_list(self.ctx)])
+            for d in device_actions.device_list(self.ctx)])
         # The aborted one's own abort: its snapshots go, nothing else.
         m = db.get(self.ctx, 'migration', self.gone['id'])
         engines.run(phases.FACTORIES['abort'](), store={

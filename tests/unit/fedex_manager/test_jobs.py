@@ -2,10 +2,10 @@
 
 import contextlib
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import migrations
 from fedex_manager.db import api as db
 from fedex_manager import jobs
+from lsrp import exception
 from tests.unit.fedex_manager import test_actions
 
 
@@ -100,7 +100,7 @@ class TestCreateHolds(test_actions.ActionsTestCase):
         self.assertEqual([('prepare', 1, True)], self.poster.posts)
 
     def test_wave_in_one_shipment_holds_all_until_all_are_posted(self):
-        made = actions.migrations_create(self.ctx, [
+        made = migrations.migrations_create(self.ctx, [
             {'servers': [{'server_id': 'w%d' % i,
                           'volumes': ['vms/w%d' % i]}],
              'source_site': 'site-a', 'dest_site': 'site-b'}

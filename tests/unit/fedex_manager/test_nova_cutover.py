@@ -9,12 +9,14 @@ from unittest import mock
 import fixtures
 from oslo_config import cfg
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import cutover as cutover_actions
+from fedex_manager.actions import migrations as migration_actions
+from fedex_manager.actions import sites
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import cutover as cutover_tasks
 from fedex_manager import nova
 from fedex_manager import states
+from lsrp import exception
 from tests.unit.fedex_manager import base
 
 
@@ -77,10 +79,10 @@ class NovaCutoverTestCase(base.DBTestCase):
         cfg.CONF.set_override('compute_driver', 'nova', group='conductor')
         self.addCleanup(cfg.CONF.clear_override, 'compute_driver',
                         group='conductor')
-        actions.site_register(self.ctx, 'site-a')
-        actions.site_register(self.ctx, 'site-b')
-        actions.terminal_register(self.ctx, 'term-a', 'site-a')
-        actions.terminal_register(self.ctx, 'term-b', 'site-b')
+        sites.site_register(self.ctx, 'site-a')
+        sites.site_register(self.ctx, 'site-b')
+        sites.terminal_register(self.ctx, 'term-a', 'site-a')
+        sites.terminal_register(self.ctx, 'term-b', 'site-b')
         self.nova = FakeNova()
         self.useFixture_adapter()
 
@@ -91,7 +93,7 @@ class NovaCutoverTestCase(base.DBTestCase):
         self.addCleanup(patcher.stop)
 
     def ready_migration(self, cutover='automatic', dest_host='b1'):
-        m = actions.migration_create(
+        m = migration_actions.migration_create(
             self.ctx, [{'server_id': 'vm0', 'volumes': ['vms/vm0_disk']}],
             'site-a', 'site-b', dest_host=dest_host,
             options={'cutover': cutover})
@@ -101,7 +103,7 @@ class NovaCutoverTestCase(base.DBTestCase):
         return db.get(self.ctx, 'migration', m['id'])
 
     def cutting_over(self, m):
-        actions.migration_cutover_start(self.ctx, m['id'])
+        cutover_actions.migration_cutover_start(self.ctx, m['id'])
         m = db.get(self.ctx, 'migration', m['id'])
         cutover_tasks.start_nova_cutover(self.ctx, m)
         return db.get(self.ctx, 'migration', m['id'])
@@ -232,9 +234,9 @@ class TestReadBack(NovaCutoverTestCase):
 class TestBoundedRetries(NovaCutoverTestCase):
 
     def roll_back(self, m):
-        actions.migration_cutover_start(self.ctx, m['id'])
-        actions.migration_cutover_finish(self.ctx, m['id'], False,
-                                         'final delta failed')
+        cutover_actions.migration_cutover_start(self.ctx, m['id'])
+        cutover_actions.migration_cutover_finish(self.ctx, m['id'], False,
+                                                 'final delta failed')
         db.transition(self.ctx, 'migration', m['id'], 'converge')
         return db.get(self.ctx, 'migration', m['id'])
 
@@ -244,9 +246,9 @@ class TestBoundedRetries(NovaCutoverTestCase):
                         group='conductor')
         m = self.ready_migration()
         m = self.roll_back(m)
-        self.assertTrue(actions.cutover_ready(self.ctx, m['id'])['ready'])
+        self.assertTrue(cutover_actions.cutover_ready(self.ctx, m['id'])['ready'])
         m = self.roll_back(m)
-        ready = actions.cutover_ready(self.ctx, m['id'])
+        ready = cutover_actions.cutover_ready(self.ctx, m['id'])
         self.assertFalse(ready['ready'])
         self.assertIn('rolled back 2 times since it was last approved',
                       ready['reasons'][0])
@@ -254,19 +256,19 @@ class TestBoundedRetries(NovaCutoverTestCase):
                                          'rollbacks')
                             for t in self.messages(m)))
         self.assertRaises(exception.InvalidTransition,
-                          actions.migration_cutover_start, self.ctx, m['id'])
+                          cutover_actions.migration_cutover_start, self.ctx, m['id'])
         # The operator's approval allows it again.
-        actions.migration_approve_cutover(self.ctx, m['id'])
-        self.assertTrue(actions.cutover_ready(self.ctx, m['id'])['ready'])
-        self.assertEqual(states.CUTTING_OVER, actions.migration_cutover_start(
+        cutover_actions.migration_approve_cutover(self.ctx, m['id'])
+        self.assertTrue(cutover_actions.cutover_ready(self.ctx, m['id'])['ready'])
+        self.assertEqual(states.CUTTING_OVER, cutover_actions.migration_cutover_start(
             self.ctx, m['id'])['state'])
 
     def test_default_is_three(self):
         m = self.ready_migration()
         for _ in range(3):
-            self.assertTrue(actions.cutover_ready(self.ctx, m['id'])['ready'])
+            self.assertTrue(cutover_actions.cutover_ready(self.ctx, m['id'])['ready'])
             m = self.roll_back(m)
-        self.assertFalse(actions.cutover_ready(self.ctx, m['id'])['ready'])
+        self.assertFalse(cutover_actions.cutover_ready(self.ctx, m['id'])['ready'])
 
 
 class TestOutcome(NovaCutoverTestCase):

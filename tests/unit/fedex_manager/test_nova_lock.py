@@ -8,9 +8,9 @@ from unittest import mock
 
 import testtools
 
-from lsrp import exception
 from fedex_manager import nova
 from fedex_manager import nova_lock
+from lsrp import exception
 from tests.unit.fedex_manager import test_nova_cutover as fakes
 
 WHY = nova_lock.reason('m-1', 'site-b')

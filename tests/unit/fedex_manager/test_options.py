@@ -2,8 +2,9 @@ import datetime
 
 import testtools
 
-from lsrp import exception
+from fedex_manager.api import schemas
 from fedex_manager import options
+from lsrp import exception
 
 
 class TestOptions(testtools.TestCase):
@@ -58,3 +59,46 @@ class TestOptions(testtools.TestCase):
             o, datetime.datetime(2026, 1, 1, 0, 30)))
         self.assertFalse(options.in_cutover_window(
             o, datetime.datetime(2026, 1, 1, 12, 0)))
+
+    def test_max_rounds_is_at_least_one(self):
+        # The catch-up runs a round before it looks at max_rounds: 0 would
+        # run one all the same.
+        e = self.assertRaises(exception.InvalidInput, options.validate,
+                              {'max_rounds': 0})
+        self.assertIn('max_rounds', str(e))
+        self.assertEqual(1, options.validate({'max_rounds': 1})['max_rounds'])
+
+    def test_times_and_days_as_the_schema_says(self):
+        for bad, field in (({'cutover_window': {'start': '24:00',
+                                                'end': '01:00'}},
+                            'cutover_window.start'),
+                           ({'cutover_window': {'start': '1:00',
+                                                'end': '02:00'}},
+                            'cutover_window.start'),
+                           ({'rate_schedule': [{'days': 'mon, tue',
+                                                'start': '08:00',
+                                                'end': '09:00',
+                                                'rate_cap': 1}]},
+                            'rate_schedule[0].days'),
+                           ({'rate_schedule': [{'start': '08:00',
+                                                'end': '09:00'}]},
+                            'rate_schedule[0]'),
+                           ({'shipment_group': 'no spaces'},
+                            'shipment_group')):
+            e = self.assertRaises(exception.InvalidInput, options.validate,
+                                  bad)
+            self.assertIn('invalid %s:' % field, str(e))
+        o = options.validate({'cutover_window': None, 'rate_schedule': [
+            {'days': 'Sat,sun', 'start': '00:00', 'end': '23:59',
+             'rate_cap': 1}]})
+        sunday = datetime.datetime(2026, 11, 29, 12, 0)
+        self.assertEqual(1, options.rate_cap(o, sunday))
+
+    def test_the_api_checks_the_same_schema(self):
+        for key, spec in schemas.OPTIONS['properties'].items():
+            self.assertIs(options.SCHEMA['properties'][key], spec)
+        for key, spec in schemas.MIGRATION_UPDATE['properties'].items():
+            if key != 'name':
+                self.assertIs(options.SCHEMA['properties'][key], spec)
+        # A wave's label is the manager's, not an API caller's.
+        self.assertNotIn('shipment_group', schemas.OPTIONS['properties'])

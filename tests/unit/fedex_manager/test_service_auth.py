@@ -6,9 +6,9 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from lsrp import exception
 from fedex_manager import cinder
 from fedex_manager import nova
+from lsrp import exception
 
 
 class TestServiceAuth(testtools.TestCase):

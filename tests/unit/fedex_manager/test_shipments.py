@@ -8,14 +8,18 @@ import fixtures
 from oslo_config import cfg
 from taskflow import engines
 
-from lsrp import exception
-from fedex_manager import actions
+from fedex_manager.actions import devices as device_actions
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import migrations as migration_actions
+from fedex_manager.actions import shipping
+from fedex_manager.actions import sites
 from fedex_manager import custody
 from fedex_manager.db import api as db
 from fedex_manager.flows import phases
 from fedex_manager.flows import tasks
 from fedex_manager import shipments
 from fedex_manager import states
+from lsrp import exception
 from tests.unit.fedex_manager import test_flows
 
 CONF = cfg.CONF
@@ -55,26 +59,26 @@ class ShipmentsTestCase(test_flows.FlowTestCase):
 
     def devices(self, n, terminal='term-a', capacity=0):
         for i in range(3, 3 + n):
-            actions.device_register(self.ctx, 'SN%d' % i, terminal, slot=i,
-                                    path='/slots-a/SN%d' % i,
-                                    capacity_bytes=capacity)
+            device_actions.device_register(self.ctx, 'SN%d' % i, terminal, slot=i,
+                                           path='/slots-a/SN%d' % i,
+                                           capacity_bytes=capacity)
 
     def deliver(self, s, seq=1):
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=seq)
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=seq + 1)
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=seq)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=seq + 1)
         for d in db.devices_of(self.ctx, s['id']):
-            actions.device_register(self.ctx, d['serial'], 'term-b',
-                                    slot=d['slot'],
-                                    path='/slots-b/%s' % d['serial'])
+            device_actions.device_register(self.ctx, d['serial'], 'term-b',
+                                           slot=d['slot'],
+                                           path='/slots-b/%s' % d['serial'])
 
 
 class TestSharedShipment(ShipmentsTestCase):
 
     def test_two_migrations_one_shipment(self):
         # The FlowTestCase's migration is not part of it: abort it.
-        actions.migration_abort(self.ctx, self.m['id'], 'not this one')
+        lifecycle.migration_abort(self.ctx, self.m['id'], 'not this one')
         self.run_phase('abort')
-        made = actions.migrations_create(self.ctx, [
+        made = migration_actions.migrations_create(self.ctx, [
             {'servers': [{'server_id': 'vm%d' % i,
                           'volumes': ['vms/clone%d' % i]}],
              'source_site': 'site-a', 'dest_site': 'site-b',
@@ -107,7 +111,7 @@ class TestSharedShipment(ShipmentsTestCase):
         self.run_for(m2, 'prepare')
         self.assertEqual(1, len(self.ops('export')))
         # A third cannot join a group that is packed.
-        self.assertRaises(exception.InvalidInput, actions.migration_create,
+        self.assertRaises(exception.InvalidInput, migration_actions.migration_create,
                           self.ctx, [{'server_id': 'vm3',
                                       'volumes': ['vms/clone3']}],
                           'site-a', 'site-b',
@@ -131,9 +135,9 @@ class TestSharedShipment(ShipmentsTestCase):
         return db.get(self.ctx, 'migration', m['id'])['state']
 
     def test_one_shipment_needs_one_route(self):
-        actions.site_register(self.ctx, 'site-c')
+        sites.site_register(self.ctx, 'site-c')
         e = self.assertRaises(exception.InvalidInput,
-                              actions.migrations_create, self.ctx, [
+                              migration_actions.migrations_create, self.ctx, [
                                   {'servers': [{'server_id': 'a',
                                                 'volumes': ['vms/a']}],
                                    'source_site': 'site-a',
@@ -143,10 +147,10 @@ class TestSharedShipment(ShipmentsTestCase):
         self.assertIn('one route', str(e))
 
     def test_group_label_is_fixed(self):
-        self.assertRaises(exception.InvalidInput, actions.migration_update,
+        self.assertRaises(exception.InvalidInput, migration_actions.migration_update,
                           self.ctx, self.m['id'],
                           options={'shipment_group': 'later'})
-        self.assertRaises(exception.InvalidInput, actions.migration_create,
+        self.assertRaises(exception.InvalidInput, migration_actions.migration_create,
                           self.ctx, [{'server_id': 'x', 'volumes': ['v/x']}],
                           'site-a', 'site-b',
                           options={'shipment_group': 'bad label!'})
@@ -158,7 +162,7 @@ class TestSpanning(ShipmentsTestCase):
 
     def test_images_span_two_shipments(self):
         # 3 devices of 40 MiB, parity 1: 80 MiB of data per set.
-        for d in actions.device_list(self.ctx):
+        for d in device_actions.device_list(self.ctx):
             db.update(self.ctx, 'device', d['id'],
                       {'capacity_bytes': 40 * MiB})
         self.devices(3, capacity=40 * MiB)
@@ -187,7 +191,7 @@ class TestSpanning(ShipmentsTestCase):
                                            self.terminals.calls])
 
     def test_image_larger_than_a_device_set(self):
-        for d in actions.device_list(self.ctx):
+        for d in device_actions.device_list(self.ctx):
             db.update(self.ctx, 'device', d['id'],
                       {'capacity_bytes': 20 * MiB})
         m = self.run_phase('prepare')
@@ -200,40 +204,40 @@ class TestReturnedAndWan(ShipmentsTestCase):
 
     def test_abort_in_transit_devices_come_back_blank(self):
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.migration_abort(self.ctx, self.m['id'], 'test')
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        lifecycle.migration_abort(self.ctx, self.m['id'], 'test')
         m = self.run_phase('abort')
         self.assertEqual(states.ABORTED, m['state'])
-        self.assertEqual(states.S_HANDED_TO_CARRIER, actions.shipment_show(
+        self.assertEqual(states.S_HANDED_TO_CARRIER, shipping.shipment_show(
             self.ctx, s['id'])['state'])
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         custody.wipe_returned(self.ctx)     # not plugged in yet: nothing
         self.assertEqual([], self.ops('erase'))
         for d in db.devices_of(self.ctx, s['id']):
-            actions.device_register(self.ctx, d['serial'], 'term-b',
-                                    slot=d['slot'],
-                                    path='/slots-b/%s' % d['serial'])
+            device_actions.device_register(self.ctx, d['serial'], 'term-b',
+                                           slot=d['slot'],
+                                           path='/slots-b/%s' % d['serial'])
         custody.wipe_returned(self.ctx)
         custody.wipe_returned(self.ctx)
         self.assertEqual(1, len(self.ops('erase')))
-        self.assertEqual('ERASED', actions.shipment_show(
+        self.assertEqual('ERASED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
         self.assertEqual({'BLANK'}, {d['state'] for d in
-                                     actions.device_list(self.ctx)})
+                                     device_actions.device_list(self.ctx)})
 
     def test_erase_whose_finished_cast_was_lost_is_asked_for(self):
         """The terminal wiped them but its word never came: asked."""
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.migration_abort(self.ctx, self.m['id'], 'test')
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        lifecycle.migration_abort(self.ctx, self.m['id'], 'test')
         self.run_phase('abort')
-        actions.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
+        shipping.carrier_event(self.ctx, s['id'], 'deliver', seq=2)
         for d in db.devices_of(self.ctx, s['id']):
-            actions.device_register(self.ctx, d['serial'], 'term-b',
-                                    slot=d['slot'],
-                                    path='/slots-b/%s' % d['serial'])
+            device_actions.device_register(self.ctx, d['serial'], 'term-b',
+                                           slot=d['slot'],
+                                           path='/slots-b/%s' % d['serial'])
         finished = self.terminals.endpoint.finished
         lost = []
 
@@ -246,7 +250,7 @@ class TestReturnedAndWan(ShipmentsTestCase):
         custody.wipe_returned(self.ctx)
         custody.wipe_returned(self.ctx)
         self.assertEqual(1, len(lost))
-        self.assertEqual('DELIVERED', actions.shipment_show(
+        self.assertEqual('DELIVERED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
         # After [conductor] op_timeout of quiet the sweeper asks.
         self.useFixture(fixtures.MockPatch(
@@ -259,32 +263,32 @@ class TestReturnedAndWan(ShipmentsTestCase):
         self.useFixture(fixtures.MockPatch(
             'fedex_manager.custody.db.now', return_value=later))
         custody.wipe_returned(self.ctx)
-        self.assertEqual('ERASED', actions.shipment_show(
+        self.assertEqual('ERASED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
 
     def test_abort_in_transit_devices_returned_to_the_source(self):
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
         # Not while a migration still needs the devices.
-        e = self.assertRaises(exception.InvalidInput, actions.carrier_event,
+        e = self.assertRaises(exception.InvalidInput, shipping.carrier_event,
                               self.ctx, s['id'], 'return', seq=2)
         self.assertIn('not aborted', str(e))
-        actions.migration_abort(self.ctx, self.m['id'], 'test')
+        lifecycle.migration_abort(self.ctx, self.m['id'], 'test')
         self.run_phase('abort')
-        actions.carrier_event(self.ctx, s['id'], 'return', seq=2)
+        shipping.carrier_event(self.ctx, s['id'], 'return', seq=2)
         # Plugged in again at the source terminal (term-a): wiped there.
         for d in db.devices_of(self.ctx, s['id']):
-            actions.device_register(self.ctx, d['serial'], 'term-a',
-                                    slot=d['slot'],
-                                    path='/slots-a/%s' % d['serial'])
+            device_actions.device_register(self.ctx, d['serial'], 'term-a',
+                                           slot=d['slot'],
+                                           path='/slots-a/%s' % d['serial'])
         custody.wipe_returned(self.ctx)
         custody.wipe_returned(self.ctx)
         erase, = self.ops('erase')
         self.assertTrue(erase.endswith('.erase.term-a'), erase)
-        self.assertEqual('ERASED', actions.shipment_show(
+        self.assertEqual('ERASED', shipping.shipment_show(
             self.ctx, s['id'])['state'])
-        for d in actions.device_list(self.ctx):
+        for d in device_actions.device_list(self.ctx):
             self.assertEqual('BLANK', d['state'])
             self.assertEqual('term-a', db.get(
                 self.ctx, 'terminal', d['terminal_id'])['name'])
@@ -293,10 +297,10 @@ class TestReturnedAndWan(ShipmentsTestCase):
 
     def test_lost_shipment_seeded_over_the_wan(self):
         self.run_phase('prepare')
-        s = actions.shipment_list(self.ctx)[0]
-        actions.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
-        actions.carrier_event(self.ctx, s['id'], 'lose', seq=2)
-        actions.migration_reship(self.ctx, self.m['id'], seed_over_wan=True)
+        s = shipping.shipment_list(self.ctx)[0]
+        shipping.carrier_event(self.ctx, s['id'], 'hand_over', seq=1)
+        shipping.carrier_event(self.ctx, s['id'], 'lose', seq=2)
+        lifecycle.migration_reship(self.ctx, self.m['id'], seed_over_wan=True)
         m = self.run_phase('catchup')
         # (cutover automatic: it starts at once)
         self.assertEqual(states.CUTTING_OVER, m['state'])

@@ -1,7 +1,7 @@
 import testtools
 
-from lsrp import exception
 from fedex_manager import states
+from lsrp import exception
 
 
 class TestMachines(testtools.TestCase):

@@ -5,10 +5,10 @@ import os
 import fixtures
 import testtools
 
-from lsrp import exception
 from fedex_sandbox import sandbox as sandbox_mod
 from fedex_sandbox.services import cloud as cloud_mod
 from fedex_sandbox.services import horizon
+from lsrp import exception
 
 
 class TestHorizonService(testtools.TestCase):

@@ -7,8 +7,8 @@ import time
 import fixtures
 import testtools
 
-from lsrp import exception
 from fedex_sandbox import processes
+from lsrp import exception
 
 
 class TestDaemon(testtools.TestCase):

@@ -6,8 +6,8 @@ from unittest import mock
 
 import testtools
 
-from fedex_sandbox.manager import api_service as sandbox
 from fedex_sandbox import manager as manager_sandbox
+from fedex_sandbox.manager import api_service as sandbox
 
 
 class TestCDriver(testtools.TestCase):

@@ -8,9 +8,9 @@ import time
 import fixtures
 import testtools
 
-from lsrp import exception
 from fedex_sandbox.services import base
 from fedex_sandbox.services import ports
+from lsrp import exception
 
 
 class TestService(testtools.TestCase):
@@ -113,8 +113,8 @@ class TestGuestRing(testtools.TestCase):
 class TestNeutronStandIn(testtools.TestCase):
 
     def call(self, method, path):
-        import json
         from fedex_sandbox.services import neutron_stub
+        import json
         out = {}
 
         def start_response(status, headers):

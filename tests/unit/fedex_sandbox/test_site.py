@@ -5,9 +5,9 @@ from unittest import mock
 import fixtures
 import testtools
 
-from lsrp import exception
 from fedex_sandbox import sandbox
 from fedex_sandbox import site
+from lsrp import exception
 
 
 class TestSiteLayout(testtools.TestCase):

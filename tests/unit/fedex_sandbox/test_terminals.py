@@ -6,8 +6,8 @@ import fixtures
 from oslo_config import cfg
 import testtools
 
-from lsrp import opts
 from fedex_sandbox import sandbox as sandbox_mod
+from lsrp import opts
 
 
 class TestTerminalConfs(testtools.TestCase):

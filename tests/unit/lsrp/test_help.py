@@ -6,17 +6,18 @@ a flag that does not exist; one spelling per setting in lsrp and lsrp-server.
 """
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 
 import testtools
 
+from fedex_sandbox import cli as sandbox_cli
+from fedex_sandbox import opts as sandbox_opts
 from lsrp import cli
 from lsrp import cmdline
 from lsrp import opts
-from fedex_sandbox import cli as sandbox_cli
-from fedex_sandbox import opts as sandbox_opts
 
 PROGRAMS = {'lsrp': 'lsrp.cli', 'lsrp-server': 'lsrp.server.cli',
             'fedex-sandbox': 'fedex_sandbox.cli'}
@@ -65,6 +66,17 @@ class TestTopLevelHelp(testtools.TestCase):
                              listed[:len(commands)])
             for c in commands:
                 self.assertIn(c.summary.split()[0], '\n'.join(lines[3:20]))
+
+    def test_help_is_all_the_output(self):
+        # No library's log line or warning on stderr (PYTHONWARNINGS unset:
+        # what an operator sees).
+        env = {k: v for k, v in os.environ.items() if k != 'PYTHONWARNINGS'}
+        for prog in PROGRAMS:
+            result = subprocess.run(
+                [sys.executable, '-m', PROGRAMS[prog], '--help'],
+                capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual((0, ''), (result.returncode, result.stderr),
+                             prog)
 
     def test_logging_flags_only_with_help_all(self):
         for prog in PROGRAMS:

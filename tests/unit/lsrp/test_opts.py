@@ -1,7 +1,7 @@
 import testtools
 
-from lsrp import opts
 from fedex_sandbox import opts as sandbox_opts
+from lsrp import opts
 
 
 class TestOpts(testtools.TestCase):

@@ -10,12 +10,14 @@ import urllib.parse
 
 from cliff import commandmanager
 import fixtures
+from keystoneauth1 import session as ks_session
 from openstackclient.compute.v2 import server as osc_server
 from osc_lib import exceptions
 import testtools
 import webob
 
-from nova_fedex.osc import client as client_mod
+from fedexclient import client as fedex_client
+from fedexclient import exceptions as fedex_exc
 from nova_fedex.osc import plugin
 from nova_fedex.osc.v1 import common
 from nova_fedex.osc.v1 import migration
@@ -24,18 +26,21 @@ from nova_fedex.osc.v1 import server_migrate
 from tests.unit.fedex_manager.api import test_api
 
 
-class InProcessSession(object):
-    """A keystoneauth-like session that calls the WSGI app directly."""
+class InProcessSession(ks_session.Session):
+    """A keystoneauth session that calls the WSGI app directly."""
 
     def __init__(self, app, roles='admin,member,reader', project='p1'):
+        super().__init__()
         self.app, self.roles, self.project = app, roles, project
 
     def request(self, url, method, json=None, params=None, headers=None,
-                raise_exc=True):
-        path = urllib.parse.urlsplit(url).path
+                raise_exc=True, endpoint_override=None, **kwargs):
+        path = urllib.parse.urlsplit(endpoint_override).path.rstrip('/')
+        path += urllib.parse.urlsplit(url).path
         if params:
             path += '?' + urllib.parse.urlencode(params)
         req = webob.Request.blank(path, method=method)
+        req.headers.update(headers or {})
         req.headers.update({'X-Project-Id': self.project,
                             'X-User-Id': 'u1', 'X-Roles': self.roles})
         if json is not None:
@@ -55,6 +60,7 @@ class Response(object):
         self.content = resp.body
         self.text = resp.text
         self.reason = resp.status
+        self.headers = resp.headers
 
     def json(self):
         return _json.loads(self.content)
@@ -83,8 +89,9 @@ class InProcess(test_api.Fixture):
         super().setUp()
         self.terminals()
         self.devices()
-        self.client = client_mod.FedexClient(
-            InProcessSession(self.app), 'http://fedex.example/')
+        self.client = fedex_client.Client(
+            session=InProcessSession(self.app),
+            endpoint='http://fedex.example/')
         self.app_ = App(self.client)
 
 
@@ -123,7 +130,7 @@ class TestCommands(InProcess):
         self.assertEqual('volumes/volume-%s' % vid, m['images'])
         # Without Cinder to ask (no [nova] credentials here), the source
         # site must be given.
-        err = self.assertRaises(exceptions.CommandError, run,
+        err = self.assertRaises(fedex_exc.BadRequest, run,
                                 migration.CreateMigration, self.app_,
                                 ['--volume', vid, '--site', 'site-b'])
         self.assertIn('source_site is required', str(err))
@@ -134,10 +141,11 @@ class TestCommands(InProcess):
 
     def test_preflight_reasons_reach_the_user(self):
         err = self.assertRaises(
-            exceptions.CommandError, run, migration.CreateMigration,
+            fedex_exc.Conflict, run, migration.CreateMigration,
             self.app_, ['--server', 'vm1', '--image', 'vm1=vms/x',
                         '--source-site', 'site-a', '--site', 'nowhere'])
-        self.assertIn('HTTP 409: dest_site: no site nowhere', str(err))
+        self.assertIn('fedex-api: HTTP 409: dest_site: no site nowhere',
+                      str(err))
 
     def test_image_for_unknown_server(self):
         err = self.assertRaises(
@@ -159,7 +167,7 @@ class TestCommands(InProcess):
         self.assertIn('stopped following migration %s; it goes on' % mid,
                       out.getvalue())
         # The migration was only looked at.
-        self.assertEqual('REQUESTED', self.client.migration_get(mid)['state'])
+        self.assertEqual('REQUESTED', self.client.migrations.get(mid)['state'])
 
     def test_wait_ends_at_ready_for_cutover(self):
         from fedex_manager.db import api as db
@@ -239,14 +247,13 @@ class TestNovaLookups(InProcess):
             ['--live', '--fedex', '--host', 'b-h1', 'web-1'])
         cmd.take_action(args)
         mid = app.stdout.getvalue().split()[2]
-        m = self.client.migration_get(mid)
+        m = self.client.migrations.get(mid)
         self.assertEqual(['vms/5e1d_disk', 'volumes/volume-v77'],
                          [v['source_image'] for v in m['volumes']])
         self.assertEqual([(None, 'disk'), ('v77', 'volume')],
                          [(v['volume_id'], v['kind']) for v in m['volumes']])
         self.assertEqual('b-h1', m['dest_host'])
-        sites = {s['id']: s['name'] for s in
-                 self.client.get('/sites')['sites']}
+        sites = {s['id']: s['name'] for s in self.client.sites.list()}
         self.assertEqual(('site-a', 'site-b'), (sites[m['source_site_id']],
                                                 sites[m['dest_site_id']]))
 
@@ -258,7 +265,7 @@ class TestNovaLookups(InProcess):
             ['--server', 'web-1', '--site', 'site-b'])
         self.assertIn('is SHUTOFF, not ACTIVE', str(err))
         self.assertIn('busy (migrating)', str(err))
-        self.assertEqual([], self.client.get('/migrations')['migrations'])
+        self.assertEqual([], self.client.migrations.list())
 
     def test_host_in_no_site(self):
         app = App(self.client, self.compute())

@@ -1,5 +1,6 @@
 """Every resource of fedex-api, its policy, its errors (in process)."""
 
+from fedex_manager.api import app as app_mod
 from fedex_manager.db import api as db
 from fedex_manager import states
 from tests.unit.fedex_manager.api import base
@@ -208,6 +209,8 @@ class TestMigrations(Fixture):
             (self.body(colour='red'), 'colour'),
             (self.body(options={'rate_cap': -1}), 'options/rate_cap'),
             (self.body(options={'cutover': 'now'}), 'options/cutover'),
+            # One limit at both doors (fedex_manager.options.SCHEMA).
+            (self.body(options={'max_rounds': 0}), 'options/max_rounds'),
             (self.body(servers=[{'server_id': 'x', 'volumes': ['nopool']}]),
              'servers/0'),
         ]
@@ -371,6 +374,10 @@ class TestLogistics(Fixture):
                                                  'terminal': 'term-a'},
                          status=400)
         self.assertIn('capacity_bytes', self.errors(resp)[0])
+        resp = self.call('POST', '/v1/devices', {
+            'serial': 'SN 9', 'terminal': 'term-a', 'capacity_bytes': 1},
+            status=400)
+        self.assertIn('invalid body field serial', self.errors(resp)[0])
         d = self.call('POST', '/v1/devices/SN-0/custody', {
             'holder': 'alice (dock 3)', 'location': 'site-a loading bay'},
             roles=SERVICE, status=201).json['device']
@@ -552,7 +559,6 @@ class TestEveryRouteIsGuarded(Fixture):
     """
 
     def test_no_roles_no_access(self):
-        from fedex_manager.api import app as app_mod
         self.terminals()
         self.devices()
         m = self.create()
