@@ -45,13 +45,21 @@ def _adapter(conf=CONF):
         'manager has no [cinder] credentials (keystoneauth options)')
 
 
-def _action(adapter, volume_id, action, args):
-    resp = adapter.post('/volumes/%s/action' % volume_id, raise_exc=False,
+def _post(adapter, volume_id, action, args):
+    return adapter.post('/volumes/%s/action' % volume_id, raise_exc=False,
                         json={action: args})
+
+
+def _refused(resp, volume_id, action):
+    return exception.ManagerError(
+        reason='Cinder refused %s of volume %s: HTTP %d %s' % (
+            action, volume_id, resp.status_code, resp.text[:300]))
+
+
+def _action(adapter, volume_id, action, args):
+    resp = _post(adapter, volume_id, action, args)
     if resp.status_code != 202:
-        raise exception.ManagerError(
-            reason='Cinder refused %s of volume %s: HTTP %d %s' % (
-                action, volume_id, resp.status_code, resp.text[:300]))
+        raise _refused(resp, volume_id, action)
 
 
 def backend_of_site(adapter, site):
@@ -90,17 +98,49 @@ def mark(m, source_site, dest_site, conf=CONF):
                  v['volume_id'], m['id'], peer)
 
 
-def cutover(m, conf=CONF):
-    """The destination backend owns the volumes; they are ordinary again."""
+def _backend(host):
+    """host@backend of Cinder's host@backend#pool."""
+    return (host or '').partition('#')[0]
+
+
+def _at_site(adapter, volume_id, site):
+    """True if the volume belongs to ``site``'s backend already."""
+    resp = adapter.get('/volumes/%s' % volume_id, raise_exc=False)
+    if resp.status_code != 200:
+        return False
+    host = resp.json()['volume'].get('os-vol-host-attr:host')
+    return bool(host) and _backend(host) == _backend(
+        backend_of_site(adapter, site))
+
+
+def cutover(m, dest_site=None, conf=CONF):
+    """The destination backend owns the volumes; they are ordinary again.
+
+    Returns the ids of the volumes this call moved. Idempotent: a volume
+    already moved and unmarked (the cutover's end reported twice, by
+    nova_fedex and by the conductor's read-back of Nova's records) is
+    found at ``dest_site``'s backend and left as it is, not an error.
+    """
     vols = cinder_volumes(m)
     if not vols:
-        return
+        return []
     adapter = _adapter(conf)
+    moved = []
     for v in vols:
-        _action(adapter, v['volume_id'], 'os-fedex-cutover', {})
-        _action(adapter, v['volume_id'], 'os-fedex-unmark', {})
-        LOG.info('volume %s now belongs to the destination site',
-                 v['volume_id'])
+        vid = v['volume_id']
+        resp = _post(adapter, vid, 'os-fedex-cutover', {})
+        if resp.status_code == 409 and dest_site and _at_site(
+                adapter, vid, dest_site):
+            # Unmarked already: cinder_fedex answers "not in a FedEx
+            # migration" for a volume whose move is over.
+            LOG.info('volume %s already belongs to site %s', vid, dest_site)
+            continue
+        if resp.status_code != 202:
+            raise _refused(resp, vid, 'os-fedex-cutover')
+        _action(adapter, vid, 'os-fedex-unmark', {})
+        LOG.info('volume %s now belongs to the destination site', vid)
+        moved.append(vid)
+    return moved
 
 
 def unmark(m, conf=CONF):

@@ -4,7 +4,9 @@ The carrier moves the shipment; this moves what rides in it: devices go
 SHIPPED/MISSING, migrations go IN_TRANSIT/DELIVERED, a delivery posts the
 receive phase, a loss destroys the key. The custody check itself (serials
 and seal digest against the manifest) runs at the destination terminal in
-the receive flow (:mod:`fedex_manager.flows.tasks.receive`).
+the receive flow (:mod:`fedex_manager.flows.tasks.receive`). A return
+consignment's events (wiped devices going home) are
+:mod:`fedex_manager.return_trip`'s.
 """
 
 from oslo_config import cfg
@@ -13,6 +15,7 @@ from oslo_log import log as logging
 from fedex_manager.db import api as db
 from fedex_manager import jobs
 from fedex_manager import keys
+from fedex_manager import return_trip
 from fedex_manager import rpc
 from fedex_manager import states
 from lsrp import exception
@@ -48,6 +51,11 @@ def destroy_key(ctx, shipment, why):
 
 
 def after_carrier_event(ctx, shipment, event, devices_missing):
+    if shipment.get('kind') == return_trip.RETURN:
+        # Wiped devices going home: no migration, no key.
+        return_trip.after_carrier_event(ctx, shipment, event,
+                                        devices_missing)
+        return
     devices = db.devices_of(ctx, shipment['id'])
     if event == 'hand_over':
         for d in devices:
@@ -141,7 +149,8 @@ def wipe_returned(ctx):
     conductor's sweeper: it starts the erase (an idempotent operation) and
     ends it at a later sweep, holding nothing in between.
     """
-    for s in db.list_(ctx, 'shipment', {'state': states.S_DELIVERED}):
+    for s in db.list_(ctx, 'shipment', {'state': states.S_DELIVERED,
+                                        'kind': return_trip.SEED}):
         if any(m['state'] not in states.MIGRATION_FINAL
                for m in migrations_of(ctx, s['id'])):
             continue

@@ -146,28 +146,50 @@ class CastellanKeys(KeyStore):
             return None
         return self._session().get_user_id()
 
+    def _barbican(self):
+        """A python-barbicanclient client as castellan's [key_manager] user.
+
+        Barbican is found in the catalog (type ``key-manager``) unless
+        ``[barbican] barbican_endpoint`` says where.
+        """
+        # NOTE: late imports, as castellan's: only the castellan backend
+        # needs them (the server extra installs python-barbicanclient).
+        from barbicanclient import client as barbican_client
+        from barbicanclient import exceptions as barbican_exc
+
+        if getattr(self, '_barbican_client', None) is None:
+            self._barbican_exc = barbican_exc
+            session = self._session()
+            endpoint = getattr(self.conf, 'barbican', None) and \
+                self.conf.barbican.barbican_endpoint or session.get_endpoint(
+                    service_type='key-manager', interface='public')
+            self._barbican_client = barbican_client.Client(
+                session=session, endpoint=endpoint)
+        return self._barbican_client
+
     def restrict(self, ref, user_ids):
         """Barbican's ACL: read for ``user_ids`` only, not the project.
 
-        castellan has no ACL call: Barbican's API (``PUT
-        /v1/secrets/{uuid}/acl``), found in the catalog (type
-        ``key-manager``) unless ``[barbican] barbican_endpoint`` says.
-        The project's admins (the manager's user) still read it.
+        castellan has no ACL call: python-barbicanclient's ACL API sets the
+        secret's read ACL (``PUT /v1/secrets/{uuid}/acl``). The secret's
+        creator (the manager's user) still reads it.
         """
         if not ref or not _REF.match(ref):
             raise exception.KeyManagerError(key=ref, reason='not a key ref')
-        session = self._session()
-        endpoint = getattr(self.conf, 'barbican', None) and \
-            self.conf.barbican.barbican_endpoint or session.get_endpoint(
-                service_type='key-manager', interface='public')
-        resp = session.put(
-            '%s/v1/secrets/%s/acl' % (endpoint.rstrip('/'), ref),
-            json={'read': {'users': sorted(set(user_ids)),
-                           'project-access': False}}, raise_exc=False)
-        if resp.status_code not in (200, 201):
+        barbican = self._barbican()
+        try:
+            # ref_type: castellan's refs are the secrets' bare UUIDs.
+            acl = barbican.acls.create(
+                entity_ref=ref, ref_type='secret',
+                users=sorted(set(user_ids)), project_access=False)
+            acl.submit()
+        except self._barbican_exc.HTTPError as e:
             raise exception.KeyManagerError(
-                key=ref, reason='Barbican refused its ACL: HTTP %d %s' % (
-                    resp.status_code, resp.text[:300]))
+                key=ref, reason='Barbican refused its ACL: HTTP %s %s' % (
+                    e.status_code, str(e)[:300]))
+        except ValueError as e:
+            # barbicanclient's check of the ref: not a secret's UUID.
+            raise exception.KeyManagerError(key=ref, reason=str(e))
         return True
 
 

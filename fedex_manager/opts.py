@@ -41,21 +41,64 @@ conductor_opts = [
                     'periodic jobs (phases whose job is gone posted again, '
                     'keep-warm rounds and automatic cutovers, cutovers read '
                     'back from Nova, cleanups after the retention, courier '
-                    'events, returned devices wiped, lock znodes of ended '
-                    'migrations removed) but the look for deleted servers; '
+                    'events, returned devices wiped, devices sent home, '
+                    'lock znodes of ended migrations removed) but the look for deleted servers; '
                     'also the age under which a migration\'s state change '
                     'is too fresh to sweep.'),
     cfg.IntOpt('server_check_interval', default=30, min=1,
                help='Seconds between the sweeper\'s looks in Nova for '
                     'servers deleted during their migration (one GET per '
                     'server of every migration that can still be aborted; '
-                    'a deleted server aborts its migration). Only with '
-                    'compute_driver nova.'),
+                    'a deleted server aborts its migration). The safety '
+                    'net of Nova\'s notifications '
+                    '(nova_notifications_topic), which abort at once. Only '
+                    'with compute_driver nova.'),
+    cfg.StrOpt('nova_notifications_topic',
+               default='versioned_notifications',
+               help='Topic of Nova\'s versioned notifications (nova.conf '
+                    '[notifications] versioned_notifications_topics). The '
+                    'conductors listen to instance.delete.start and .end '
+                    'there and abort the migrations of a deleted server '
+                    'at once; the sweeper\'s look every '
+                    'server_check_interval stays the safety net. Nova must '
+                    'send them: [notifications] notification_format = '
+                    'versioned (or both) and [oslo_messaging_notifications]'
+                    ' driver = messagingv2. Empty: not listened to. Only '
+                    'with compute_driver nova.'),
+    cfg.StrOpt('nova_notifications_exchange', default='nova',
+               help='Exchange Nova publishes its notifications to (Nova\'s '
+                    'control_exchange).'),
+    cfg.StrOpt('nova_notifications_transport_url', secret=True,
+               help='URL of the messaging bus Nova publishes its '
+                    'notifications to (nova.conf '
+                    '[oslo_messaging_notifications] transport_url, else '
+                    'its [DEFAULT] transport_url). Unset: the manager\'s own '
+                    '([oslo_messaging_notifications] transport_url, else '
+                    '[DEFAULT] transport_url).'),
+    cfg.StrOpt('nova_notifications_pool',
+               help='Pool of the conductors\' listener of Nova\'s '
+                    'notifications: one queue for every conductor of this '
+                    'manager, so that each notification is handled by one '
+                    'of them. Two managers listening to one Nova need '
+                    'different pools. Unset: <rpc_topic_prefix>-conductor.'),
     cfg.IntOpt('op_poll_interval', default=2, min=1,
                help='Seconds between looks at a terminal operation.'),
     cfg.StrOpt('courier', default='manual',
                help='Courier plugin (fedex_manager.couriers entry point) '
                     'of new shipments: manual or simulated.'),
+    cfg.BoolOpt('return_devices', default=True,
+                help='Send wiped devices home: a BLANK device away from the '
+                     'terminal it was registered at (its home) is handed to '
+                     'the courier back there in a return consignment, and '
+                     'is BLANK at home again once plugged in. False: '
+                     'devices stay where they were wiped until an operator '
+                     'returns them (openstack fedex device return).'),
+    cfg.IntOpt('return_timeout', default=14 * 86400, min=60,
+               help='Seconds after its return consignment was made within '
+                    'which a device on its way home must be back; later, '
+                    'it is LOST (with an event), as after the courier\'s '
+                    'lose event. A consignment the courier never took '
+                    '(still SEALED) is not overdue.'),
     cfg.StrOpt('compute_driver', default='nova',
                help='Who switches the VM over at the cutover: nova (the '
                     'Nova driver calls migration_cutover_finish) or none '

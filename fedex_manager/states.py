@@ -136,6 +136,9 @@ D_VERIFIED = 'VERIFIED'
 D_ERASED = 'ERASED'
 D_MISSING = 'MISSING'
 D_DAMAGED = 'DAMAGED'
+# The trip home (a return consignment): wiped, on the road, not back.
+D_RETURNING = 'RETURNING'
+D_LOST = 'LOST'
 
 DEVICE_TRANSITIONS = [
     (D_BLANK, 'assign', D_ASSIGNED),
@@ -150,12 +153,24 @@ DEVICE_TRANSITIONS = [
     (D_RECEIVED, 'damage', D_DAMAGED),
     (D_MISSING, 'receive', D_RECEIVED),      # turned up late
     (D_ERASED, 'reuse', D_BLANK),
+    # Home again (fedex_manager.return_trip): a wiped device away from its
+    # home terminal is handed to the courier; it is BLANK again once
+    # plugged in there. One that does not come back (the courier's 'lose',
+    # or overdue) is LOST; if it turns up after all, it arrives.
+    (D_BLANK, 'return', D_RETURNING),
+    (D_ERASED, 'return', D_RETURNING),
+    (D_RETURNING, 'arrive', D_BLANK),
+    (D_RETURNING, 'lose', D_LOST),
+    (D_LOST, 'arrive', D_BLANK),
 ]
 DEVICE_TRANSITIONS += [(s, 'erase', D_ERASED) for s in (
     D_ASSIGNED, D_WRITTEN, D_SEALED, D_RECEIVED, D_VERIFIED, D_MISSING,
     D_DAMAGED)]
 DEVICE_STABLE = (D_BLANK, D_SEALED, D_SHIPPED, D_VERIFIED, D_ERASED,
-                 D_MISSING, D_DAMAGED)
+                 D_MISSING, D_DAMAGED, D_RETURNING, D_LOST)
+# What an operator may retire (DELETE /v1/devices/{id}): holds no data of
+# anyone's and is in no shipment on the road.
+DEVICE_RETIRABLE = (D_BLANK, D_ERASED, D_LOST)
 DEVICE_FINAL = ()
 
 

@@ -4,6 +4,11 @@ from fedexclient import resource
 
 
 class ShipmentManager(resource.Collection):
+    """Shipments; a list takes state, tracking_number and kind.
+
+    kind: seed (a migration's devices) or return (wiped devices going home).
+    """
+
     path = '/shipments'
     key = 'shipments'
     item = 'shipment'
@@ -19,6 +24,8 @@ class ShipmentManager(resource.Collection):
 
 
 class DeviceManager(resource.Collection):
+    """Devices; a list takes state, terminal, home_terminal, shipment."""
+
     path = '/devices'
     key = 'devices'
     item = 'device'
@@ -28,6 +35,19 @@ class DeviceManager(resource.Collection):
         return self._create(resource.compact(
             serial=serial, capacity_bytes=capacity_bytes, terminal=terminal,
             **fields))
+
+    def delete(self, ident):
+        """Retire a device (BLANK, ERASED or LOST, and unplugged)."""
+        self._delete(ident)
+
+    def return_home(self, ident, reason=None):
+        """Send a wiped device back to its home terminal with the courier.
+
+        The answer is the device, RETURNING; the manager's conductor packs
+        it into a return consignment.
+        """
+        return self.http.post(self._url(ident, 'return'), resource.compact(
+            reason=reason))[self.item]
 
     def custody(self, ident, holder, **fields):
         """Record who holds the device.

@@ -24,10 +24,15 @@ class MigrationManager(resource.Collection):
         """A migration with its latest ``events_limit`` events."""
         return super().get(ident, events_limit=events_limit)
 
-    def update(self, ident, **fields):
-        """Change its name or options (rate_cap, cutover_window, ...)."""
-        return self.http.patch(self._url(ident),
-                               resource.compact(**fields))[self.item]
+    def update(self, ident, clear=(), **fields):
+        """Change its name or options (rate_cap, cutover_window, ...).
+
+        None fields are left out; ``clear`` names the options to set to
+        null (``cutover_window``: cut over at any time).
+        """
+        body = resource.compact(**fields)
+        body.update(dict.fromkeys(clear))
+        return self.http.patch(self._url(ident), body)[self.item]
 
     def delete(self, ident):
         self._delete(ident)

@@ -282,10 +282,41 @@ def _add_pull(subparsers):
     _progress(p)
 
 
+def _flag(args, dest):
+    try:
+        return getattr(args, dest)
+    except (AttributeError, cfg.NoSuchOptError):
+        return None     # not a flag of this subcommand
+
+
+def _site_name(args):
+    """The name of the site of the cluster this command uses, or None.
+
+    ``--site``, else ``[ceph] site_name`` of the configuration file, but
+    only for the cluster of that file: a ``--ceph-conf`` given alone names
+    another cluster, which that name may not be (it said "imported at
+    site-a" of site B's cluster).
+    """
+    if _flag(args, 'site'):
+        return args.site
+    if _flag(args, 'ceph_conf'):
+        return None
+    return CONF.ceph.site_name
+
+
+def _where(args, cluster):
+    """(site name or None, fsid, words) naming the cluster in an answer."""
+    name, fsid = _site_name(args), cluster.fsid
+    if name:
+        return name, fsid, name
+    return None, fsid, 'cluster %s (%s)' % (fsid, cluster.conffile)
+
+
 def _cluster(args):
     c = CONF.ceph
+    # Without a site name, errors name the conf file's directory.
     return Cluster(c.conf_file, c.keyring, client=c.client_name,
-                   site=c.site_name, connect_timeout=c.connect_timeout,
+                   site=_site_name(args), connect_timeout=c.connect_timeout,
                    # We write and read in large pieces and flush ourselves:
                    # librbd's cache would only add memory and copies.
                    options={'rbd_cache': 'false'}, op_timeout=c.op_timeout)
@@ -348,10 +379,11 @@ def do_export(args):
             args.images, args.snapshot, args.devices, args.shipment_id,
             args.parity, args.chunk_size or CONF.shipment.chunk_size,
             args.create_snapshot)
+        site, fsid, where = _where(args, cluster)
     _print(args, {'event': 'exported', 'shipment_id': shipment_id,
-                  'site': CONF.ceph.site_name},
+                  'site': site, 'fsid': fsid},
            'exported from %s (%s): %s' % (
-               CONF.ceph.site_name, ', '.join(args.images), shipment_id))
+               where, ', '.join(args.images), shipment_id))
 
 
 def do_consolidate(args):
@@ -479,9 +511,10 @@ def do_import(args):
             readback=bool(args.verify_readback
                           or CONF.shipment.import_readback))
         images = importer.run(args.devices, args.expect_digest)
+        site, fsid, where = _where(args, cluster)
     _print(args, {'event': 'imported', 'images': images,
-                  'site': CONF.ceph.site_name},
-           'imported at %s: %s' % (CONF.ceph.site_name, ', '.join(images)))
+                  'site': site, 'fsid': fsid},
+           'imported at %s: %s' % (where, ', '.join(images)))
 
 
 def do_pull(args):
@@ -511,14 +544,15 @@ def do_pull(args):
                 sink.close()
         finally:
             source.close()
+        site, fsid, where = _where(args, cluster)
     _print(args, {'event': 'pulled', 'image': target,
                   'snapshot': args.snapshot, 'blake3': digest,
                   'source': '%s at %s' % (args.server_name,
                                           args.from_address),
-                  'site': CONF.ceph.site_name},
+                  'site': site, 'fsid': fsid},
            'pulled %s@%s from %s at %s into %s at %s (blake3 %s)' % (
                args.image, args.snapshot, args.server_name,
-               args.from_address, target, CONF.ceph.site_name, digest))
+               args.from_address, target, where, digest))
 
 
 def do_catchup(args):
@@ -547,9 +581,10 @@ def do_catchup(args):
         if args.verify:
             final = asyncio.run(engine.round(len(rounds) + 1, verify=True))
             rounds.append(final)
+        where = _where(args, cluster)[2]
     print(json.dumps({'event': 'converged', 'rounds': len(rounds),
                       'last_snapshot': rounds[-1].snapshot,
-                      'source': CONF.ceph.site_name,
+                      'source': where,
                       'destination': '%s at %s' % (args.server_name,
                                                    args.server_address)}))
 
@@ -567,6 +602,9 @@ def main(argv=None):
     # stdout carries results (JSON with --progress json): logs go to stderr.
     CONF.set_default('use_stderr', True)
     opts.register_opts(CONF)
+    # No site is named unless the operator names one (--site or [ceph]
+    # site_name): a made-up default would name the wrong site.
+    CONF.set_default('site_name', None, group='ceph')
     # This terminal's name and TLS files: [server], as lsrp-server reads them.
     CONF.register_opts(opts.server_opts, group='server')
     # Shipment options are command-line options too: --shipment-state_dir.

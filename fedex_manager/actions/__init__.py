@@ -8,7 +8,7 @@ One module per resource; callers import the one they need:
 ``lifecycle``  abort, retry, re-ship, early clean-up
 ``cutover``    approval, readiness, start and end of the cutover
 ``shipping``   shipments and the carrier's events
-``devices``    devices registered, listed, shown
+``devices``    devices registered, listed, shown, sent home, retired
 ``events``     the audit trail
 ``progress``   a migration's progress and allowed actions (as shown)
 =============  =========================================================

@@ -116,15 +116,18 @@ def final_delta_status(ctx, migration):
             else None, 'error': op and op['error'], 'state': m['state']}
 
 
-def migration_cutover_finish(ctx, migration, success=True, reason=None):
+def migration_cutover_finish(ctx, migration, success=True, reason=None,
+                             message=None):
     """Nova reports the cutover's end: COMPLETED, or ROLLED_BACK.
 
     Rolled back: the VM still runs at the source; catch-up goes on.
+    ``message``: the COMPLETED event's, when it says who saw the end.
     """
     if success:
         volumes_to_destination(ctx, migration)
         m = db.transition(ctx, 'migration', migration, 'complete',
-                          values={'finished_at': db.now()})
+                          values={'finished_at': db.now()},
+                          message=message)
         return progress.annotate(m)
     m = db.transition(ctx, 'migration', migration, 'rollback',
                       values={'last_error': reason},
@@ -150,8 +153,10 @@ def volumes_to_destination(ctx, migration):
     recorded for the operator (``cinder-fedex-reconcile`` finishes it).
     """
     m = db.get(ctx, 'migration', migration)
+    site = db.get(ctx, 'site', m['dest_site_id'])['name']
     try:
-        cinder.cutover(m)
+        # Moved already (a second caller) is no error, and no event.
+        moved = cinder.cutover(m, site)
     except Exception as e:
         LOG.error('migration %s: volumes not moved in Cinder: %s', m['id'], e)
         db.add_event(ctx, 'migration', m['id'], 'cutover',
@@ -159,10 +164,8 @@ def volumes_to_destination(ctx, migration):
                      'cinder-fedex-reconcile --apply): %s' % e,
                      migration_id=m['id'])
     else:
-        if cinder.cinder_volumes(m):
+        if moved:
             db.add_event(ctx, 'migration', m['id'], 'cutover',
                          'Cinder volumes %s belong to site %s' % (
-                             ', '.join(v['volume_id'] for v in
-                                       cinder.cinder_volumes(m)),
-                             db.get(ctx, 'site', m['dest_site_id'])['name']),
+                             ', '.join(moved), site),
                          migration_id=m['id'])

@@ -1,12 +1,15 @@
 """Shipments and the carrier's events that move them.
 
 What an event means for the devices and migrations riding in the
-shipment is :mod:`fedex_manager.custody`'s.
+shipment is :mod:`fedex_manager.custody`'s; a shipment is a migration's
+seed (kind ``seed``) or wiped devices going home (kind ``return``,
+:mod:`fedex_manager.return_trip`).
 """
 
 from fedex_manager.actions import inputs
 from fedex_manager import custody
 from fedex_manager.db import api as db
+from fedex_manager import return_trip
 from fedex_manager import states
 from lsrp import exception
 
@@ -43,6 +46,11 @@ def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
             event, ', '.join(CARRIER_EVENTS)))
     s = db.get(ctx, 'shipment', shipment)
     when = db.utcfromiso(occurred_at) if occurred_at else None
+    going_home = s.get('kind') == return_trip.RETURN
+    if event == 'return' and going_home:
+        inputs.bad('event', 'return: %s is a return consignment, on its '
+                   'way to the devices\' home already; record deliver, '
+                   'lose or damage' % s['name'])
     if event == 'return':
         need = [m['id'] for m in custody.migrations_of(ctx, s['id'])
                 if m['state'] not in states.MIGRATION_FINAL]
@@ -52,8 +60,11 @@ def carrier_event(ctx, shipment, event, seq=None, occurred_at=None,
                        'devices go back to the sender'
                        % (s['name'], ', '.join(need)))
     missing = sorted(set(devices_missing or []))
-    if event == 'deliver' and len(missing) > s['parity']:
+    if event == 'deliver' and len(missing) > s['parity'] and \
+            not going_home:
         # More devices missing than parity covers: the data did not come.
+        # (A return consignment carries no data: those missing are LOST,
+        # the others delivered.)
         event = 'lose'
     if seq is not None and seq <= s['last_carrier_seq']:
         db.add_event(ctx, 'shipment', s['id'], 'custody',

@@ -1,9 +1,16 @@
-"""Build fedex-api from its configuration (see :mod:`.wsgi`)."""
+"""Build fedex-api from its configuration (see :mod:`.wsgi`).
+
+``/healthcheck`` is oslo.middleware's healthcheck, in front of the API's
+stack: a load balancer asks it without a token (``[healthcheck]`` options;
+``backends = disable_by_file`` takes a fedex-api out of rotation by a
+file).
+"""
 
 import os
 
 from oslo_config import cfg
 from oslo_log import log as logging
+from oslo_middleware import healthcheck
 
 from fedex_manager.api import app as app_mod
 from fedex_manager.api import opts as api_opts
@@ -14,7 +21,32 @@ from fedex_manager import policy
 
 CONFIG_ENV = 'FEDEX_API_CONFIG'
 DEFAULT_CONFIG = '/etc/fedex/fedex-api.conf'
+HEALTHCHECK_PATH = '/healthcheck'
 LOG = logging.getLogger(__name__)
+
+
+class HealthcheckMount(object):
+    """``/healthcheck`` to oslo.middleware's healthcheck, the rest to ``app``.
+
+    Outside the API's stack (request id, auth, faults): the answer says
+    only whether this process serves requests, and needs no token.
+    """
+
+    def __init__(self, app, conf):
+        self.app = app
+        # NOTE: mounted as an app (its paste app_factory does the same):
+        # it answers every request it is given, whatever the path.
+        self.healthcheck = healthcheck.Healthcheck(None, conf)
+
+    def __call__(self, environ, start_response):
+        if environ.get('PATH_INFO', '').rstrip('/') == HEALTHCHECK_PATH:
+            return self.healthcheck(environ, start_response)
+        return self.app(environ, start_response)
+
+
+def build_app(conf):
+    """The WSGI application of fedex-api for ``conf`` (already parsed)."""
+    return HealthcheckMount(app_mod.deploy(conf), conf)
 
 
 def init_application(conf=cfg.CONF, config_files=None):
@@ -39,4 +71,4 @@ def init_application(conf=cfg.CONF, config_files=None):
         # would not survive a fork.
         jobboard.install_poster(conf)
     LOG.info('fedex-api ready (auth %s)', conf.api.auth_strategy)
-    return app_mod.deploy(conf)
+    return build_app(conf)

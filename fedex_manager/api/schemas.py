@@ -122,6 +122,12 @@ DEVICE_CREATE = {
                    'path': {'type': 'string', 'maxLength': 1024}},
 }
 
+# POST /v1/devices/{id}/return: the body is optional.
+DEVICE_RETURN = {
+    'type': 'object', 'additionalProperties': False,
+    'properties': {'reason': {'type': 'string', 'maxLength': 1024}},
+}
+
 DEVICE_CUSTODY = {
     'type': 'object', 'additionalProperties': False,
     'required': ['holder'],

@@ -9,6 +9,8 @@ from oslo_serialization import jsonutils
 import webob
 
 from fedex_manager.api import errors
+from fedex_manager import policy
+from lsrp import exception
 
 CONF = cfg.CONF
 SORT_DIRS = ('asc', 'desc')
@@ -62,6 +64,21 @@ def extract_json(req, schema):
             400, ['invalid body field %s: %s' % (_field(e), e.message)
                   for e in problems], code='fedex.invalid_body')
     return data
+
+
+def authorize_visible(ctx, see_rule, rule, target, kind, ident):
+    """Authorize ``rule`` on a resource that belongs to a project.
+
+    A caller of another project whom ``see_rule`` does not let see it
+    gets the 404 of an unknown ``kind`` ``ident``, as Nova and Cinder
+    answer for another project's server or volume: a 403 would tell that
+    it exists. In its own project (a reader's write, a token without
+    roles) the refusal is the policy's 403.
+    """
+    if target.get('project_id') != ctx.project_id and not policy.authorize(
+            ctx, see_rule, target, fatal=False):
+        raise exception.NotFound(kind=kind, id=ident)
+    policy.authorize(ctx, rule, target)
 
 
 def query(req, name, choices=None, kind=str, default=None):

@@ -34,6 +34,7 @@ from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common as tasks_common
 from fedex_manager.flows.tasks import cutover as cutover_tasks
 from fedex_manager import jobs
+from fedex_manager import return_trip
 from fedex_manager import states
 from lsrp import exception
 
@@ -250,6 +251,18 @@ def wipe_returned_devices(sweeper, ctx):
     there starts in the same turn (it ends at a later one).
     """
     custody.wipe_returned(ctx)
+
+
+@job()
+def return_devices_home(sweeper, ctx):
+    """Wiped devices away from home handed to the courier back there.
+
+    Packs the devices an operator or ``[conductor] return_devices`` sent
+    home into return consignments and dispatches them; those not back
+    within ``return_timeout`` go LOST. After wipe_returned_devices: a
+    device wiped there goes home in the same turn.
+    """
+    return_trip.send_home(ctx)
 
 
 @job(spacing=lambda conf: conf.conductor.server_check_interval,

@@ -1,4 +1,4 @@
-"""The ``fedex-conductor`` service: its three parts, started and stopped.
+"""The ``fedex-conductor`` service: its parts, started and stopped.
 
     fedex-conductor --config-file fedex.conf
 """
@@ -15,6 +15,7 @@ from oslo_service import backend as service_backend
 from fedex_manager.cmd import launcher
 from fedex_manager.conductor import endpoint
 from fedex_manager.conductor import jobboard
+from fedex_manager.conductor import notifications
 from fedex_manager.conductor import periodics
 from fedex_manager.db import api as db
 from fedex_manager.flows import legacy
@@ -27,7 +28,10 @@ LOG = logging.getLogger(__name__)
 
 
 class Conductor(object):
-    """The taskflow conductor, the terminals' RPC server, the sweeper."""
+    """The taskflow conductor, the terminals' RPC server, the sweeper.
+
+    And, with Nova, the listener of its notifications of deleted servers.
+    """
 
     def __init__(self, conf=CONF):
         self.conf = conf
@@ -60,6 +64,11 @@ class Conductor(object):
             [endpoint.ManagerEndpoint()], rpc.manager_topic(self.conf),
             self.name, self.conf)
         self.rpc_server.start()
+        # Nova's notifications of deleted servers (with compute_driver
+        # nova): their migrations aborted at once, not at the sweeper's
+        # next look.
+        self.nova_notifications = notifications.Listening(self.conf)
+        self.nova_notifications.start()
         self.sweeper = periodics.Sweeper(self.board, self.zk, self.name)
         self.periodic_worker = periodics.worker(self.sweeper, self.conf)
         self.threads = [
@@ -80,6 +89,7 @@ class Conductor(object):
         # consumed: another conductor takes them over.
         self.conductor.stop()
         self.conductor.wait(30)
+        self.nova_notifications.stop()
         self.rpc_server.stop()
         self.rpc_server.wait()
         self.board.close()

@@ -5,7 +5,10 @@ shipment is given to it) and ``poll(ctx, shipment) -> [events]``: the
 carrier events due, each ``{"event", "seq", "occurred_at", "location",
 "devices_missing"}``, which the conductor's sweeper records through
 ``fedex_manager.actions.shipping.carrier_event`` (so duplicates and
-out-of-order events are handled in one place).
+out-of-order events are handled in one place). A courier carries both
+kinds of shipment: a migration's seed, and wiped devices going home (a
+return consignment, ``shipment['kind'] == 'return'``, dispatched by the
+conductor's ``return_devices_home`` job).
 """
 
 from stevedore import driver

@@ -6,7 +6,8 @@ to lose some devices, or to deliver it tampered (a device swapped). In the
 sandbox it also carries the device directories from the source terminal's
 slots to the destination terminal's (``[simulated_courier] move_devices``)
 and registers them there, as the destination agent would at its next
-heartbeat.
+heartbeat; a return consignment's devices it carries home the same way
+(registered at their home terminal, they are BLANK there again).
 
 Instructions per shipment come from ``[simulated_courier]`` options or from
 a JSON file ``<state_path>/courier/<shipment>.json`` written by a test:

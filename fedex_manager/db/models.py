@@ -147,9 +147,15 @@ class MigrationVolume(Base):
 
 
 class Shipment(TimestampMixin, Base):
+    """Devices on the road: a migration's seed, or blank ones going home."""
     __tablename__ = 'shipments'
     id = sa.Column(sa.String(36), primary_key=True, default=_uuid)
     name = sa.Column(sa.String(255), nullable=False, unique=True)
+    # 'seed': devices carrying migrations' images to their destination;
+    # 'return': wiped devices going back to their home terminal (no data,
+    # no key; fedex_manager.return_trip).
+    kind = sa.Column(sa.String(16), nullable=False, default='seed',
+                     server_default='seed')
     state = sa.Column(sa.String(32), nullable=False, index=True)
     source_site_id = sa.Column(sa.String(36), sa.ForeignKey('sites.id'))
     dest_site_id = sa.Column(sa.String(36), sa.ForeignKey('sites.id'))
@@ -177,6 +183,9 @@ class Device(TimestampMixin, Base):
     state = sa.Column(sa.String(32), nullable=False, index=True)
     capacity_bytes = sa.Column(sa.BigInteger, nullable=False, default=0)
     terminal_id = sa.Column(sa.String(36), sa.ForeignKey('terminals.id'))
+    # Where it was registered: the courier brings it back there once wiped.
+    home_terminal_id = sa.Column(sa.String(36),
+                                 sa.ForeignKey('terminals.id'))
     slot = sa.Column(sa.Integer)
     # Where the terminal sees the device (a mount point or block device).
     path = sa.Column(sa.String(1024))

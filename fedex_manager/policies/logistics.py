@@ -15,6 +15,8 @@ SHIPMENT_EVENT = 'fedex:shipment:event'
 DEVICE_LIST = 'fedex:device:list'
 DEVICE_SHOW = 'fedex:device:show'
 DEVICE_CREATE = 'fedex:device:create'
+DEVICE_DELETE = 'fedex:device:delete'
+DEVICE_RETURN = 'fedex:device:return'
 DEVICE_CUSTODY = 'fedex:device:custody'
 TERMINAL_LIST = 'fedex:terminal:list'
 TERMINAL_SHOW = 'fedex:terminal:show'
@@ -49,6 +51,13 @@ rules = [
           ('GET', '/v1/devices/{device_id}')),
     _rule(DEVICE_CREATE, base.RULE_ADMIN, 'Register a device.',
           ('POST', '/v1/devices')),
+    _rule(DEVICE_DELETE, base.RULE_ADMIN,
+          'Retire a device (BLANK, ERASED or LOST, unplugged).',
+          ('DELETE', '/v1/devices/{device_id}')),
+    _rule(DEVICE_RETURN, base.RULE_ADMIN,
+          'Send a wiped device home (the courier takes it back to the '
+          'terminal it was registered at).',
+          ('POST', '/v1/devices/{device_id}/return')),
     _rule(DEVICE_CUSTODY, base.RULE_ADMIN_OR_SERVICE,
           'Record who holds a device (custody).',
           ('POST', '/v1/devices/{device_id}/custody')),

@@ -36,8 +36,10 @@ rules = [
           'List the migrations of every project (?all_projects=true).',
           'GET', COLLECTION),
     _rule(SHOW, base.RULE_PROJECT_READER_OR_SERVICE,
-          'Show a migration: state, phase progress, rounds, events.',
-          'GET', ITEM),
+          'Show a migration: state, phase progress, rounds, events. A '
+          "caller of another project whom it does not allow gets 404 for "
+          'the migration, its events and its actions, as for an unknown '
+          'id.', 'GET', ITEM),
     _rule(CREATE, base.RULE_PROJECT_MEMBER,
           'Create a migration of servers of the caller\'s project (runs the '
           'preflight first).', 'POST', COLLECTION),

@@ -69,6 +69,9 @@ class SandboxManager(services_base.ServiceSet):
                 session_timeout=10, database='mysql',
                 timetable={'hand_over': 0, 'depart': 2, 'scan': 4,
                            'deliver': 6})
+            # Devices wiped at site B go home to site A by the courier: a
+            # demo run again finds them there.
+            self._dep.return_devices = True
             auth = cloud_auth(self.sb)
             if auth:
                 self._dep.compute_driver = 'nova'

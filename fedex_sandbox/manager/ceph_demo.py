@@ -6,7 +6,9 @@ sandbox do the rest (snapshot, export, seal, the simulated courier,
 custody check, import, catch-up rounds, final delta at the cutover,
 crypto-erase). The demo prints the migration's events (state changes,
 progress) as they happen, plays Nova at the cutover (pauses the writer),
-then checks both sites with ``rbd export | sha256sum``.
+then checks both sites with ``rbd export | sha256sum``. Once cleaned up,
+it follows the devices home: wiped at site B, handed to the courier back
+to site A, BLANK there again, for the next run (``demo_devices``).
 """
 
 import os
@@ -14,7 +16,6 @@ import time
 import uuid
 
 from fedex_manager.actions import cutover as cutover_actions
-from fedex_manager.actions import devices as device_actions
 from fedex_manager.actions import events as event_actions
 from fedex_manager.actions import lifecycle
 from fedex_manager.actions import migrations
@@ -24,6 +25,7 @@ from fedex_manager.db import api as db
 from fedex_manager import states
 from fedex_sandbox import demo as direct_demo
 from fedex_sandbox import manager as sandbox_mod
+from fedex_sandbox.manager import demo_devices
 from fedex_sandbox.manager import event_follower
 from lsrp import exception
 from lsrp.rbd import Cluster
@@ -76,22 +78,20 @@ class ManagerDemo(object):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             terms = site_actions.terminal_list(self.ctx)
-            blank = device_actions.device_list(self.ctx, {'state': 'BLANK'})
-            if len(terms) == 2 and all(t['health'] == 'UP' for t in terms) \
-                    and len(blank) >= sandbox_mod.DEVICES_PER_SITE:
-                return
+            if len(terms) == 2 and all(t['health'] == 'UP' for t in terms):
+                break
             time.sleep(0.5)
-        raise exception.ManagerError(reason='the terminals of the sandbox '
-                                     'did not report with blank devices; '
-                                     'see %s' % sandbox_mod.SandboxManager(
-                                         self.sb).log_dir)
+        else:
+            raise exception.ManagerError(
+                reason='the terminals of the sandbox did not report; see %s'
+                % sandbox_mod.SandboxManager(self.sb).log_dir)
+        # Blank devices at site A: those of an earlier run, back home with
+        # the courier, or new ones.
+        demo_devices.ready(self.ctx, sandbox_mod.SandboxManager(self.sb).dep,
+                           'site-a', sandbox_mod.DEVICES_PER_SITE, self.out)
 
     def run(self):
         self._connect()
-        # Blank devices at site A (those of earlier runs went to site B
-        # with the courier).
-        sandbox_mod.SandboxManager(self.sb).dep.make_slots(
-            'site-a', sandbox_mod.DEVICES_PER_SITE)
         self._ready_terminals()
         self._images()
         writer = direct_demo.Writer(self.ca, self.specs, self.write_rate)
@@ -134,8 +134,12 @@ class ManagerDemo(object):
                                           m['last_snapshot']))
             for v in m['volumes'])
         # Compared: now the cleanup, without waiting for the retention.
+        serials = demo_devices.serials_of(self.ctx, m)
+        after = demo_devices.last_event(self.ctx)
         lifecycle.migration_cleanup(self.ctx, m['id'])
         m = self._wait(m, (states.CLEANED,))
+        # The devices' trip home: wiped at B, the courier, BLANK at A.
+        home = demo_devices.follow_home(self.ctx, serials, after, self.out)
         shown = migrations.migration_show(self.ctx, m['id'])
         ship = shown['shipments'][0] if shown['shipments'] else {}
         exported = [o for o in shown['operations'] if o['kind'] == 'export']
@@ -152,7 +156,8 @@ class ManagerDemo(object):
             'pause_seconds': round(pause, 2),
             'seconds': round(time.monotonic() - begin, 1),
             'written_during_migration': writer.written,
-            'destination_equals_source': equal, 'state': m['state']}
+            'destination_equals_source': equal, 'state': m['state'],
+            'devices': serials, 'devices_home': home}
         out('destination == source at %s (rbd export | sha256sum, both '
             'disks): %s' % (m['last_snapshot'], 'yes' if equal else 'NO'))
         return summary

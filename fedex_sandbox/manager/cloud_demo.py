@@ -17,7 +17,9 @@ Nova, Cinder, fedex-api; the sandbox's conductor and terminal agents):
    (seen from outside by polling its counter at both sites, and in the
    guest's own clock), the server ACTIVE on its site-B host, the volume
    owned by site B's backend, and ``rbd export | sha256sum`` of root disk
-   and volume at B equal to A's final state.
+   and volume at B equal to A's final state;
+5. at its clean-up, the devices' trip home: wiped at B, the courier, BLANK
+   at A again, where the next run finds them (``demo_devices``).
 """
 
 import hashlib
@@ -27,7 +29,6 @@ import threading
 import time
 import uuid
 
-from fedex_manager.actions import devices as device_actions
 from fedex_manager.actions import events as event_actions
 from fedex_manager.actions import lifecycle
 from fedex_manager.actions import migrations
@@ -36,6 +37,7 @@ from fedex_manager import context
 from fedex_manager.db import api as db
 from fedex_manager import states
 from fedex_sandbox import manager as sandbox_mod
+from fedex_sandbox.manager import demo_devices
 from fedex_sandbox.manager import event_follower
 from fedex_sandbox.services import guest_reader
 from lsrp import exception
@@ -74,9 +76,7 @@ class CloudDemo(object):
             raise exception.SandboxError(
                 reason='the sandbox has no mini-cloud: run fedex-sandbox up '
                        '--openstack (tools/install.sh --openstack first)')
-        # Devices for the seed: blank slots at site A (earlier runs' went
-        # to site B with the courier).
-        mgr.dep.make_slots('site-a', sandbox_mod.DEVICES_PER_SITE)
+        self.dep = mgr.dep
         self.backend, self.board = mgr.connect('fedex-demo')
         self.ctx = context.admin('fedex-demo')
         self.events = event_follower.EventFollower(self.ctx, self.out)
@@ -119,20 +119,18 @@ class CloudDemo(object):
             self.clusters[site].pool(pool).ioctx, image)
 
     def _ready_terminals(self):
-        """Both terminals UP, site A's with its blank devices (the seed)."""
-        site_a = db.get(self.ctx, 'site', 'site-a')['id']
+        """Both terminals UP, site A's with its blank devices (the seed).
 
+        The devices of an earlier run come home with the courier once
+        wiped; new ones are made only when too few exist.
+        """
         def ready():
             terms = site_actions.terminal_list(self.ctx)
-            blank = [d for t in terms if t['site_id'] == site_a
-                     for d in device_actions.device_list(
-                         self.ctx, {'terminal_id': t['id'],
-                                    'state': states.D_BLANK})]
             return len(terms) == 2 and all(
-                t['health'] == 'UP' for t in terms) and \
-                len(blank) >= sandbox_mod.DEVICES_PER_SITE
-        self._wait('the terminals of the sandbox UP with blank devices at '
-                   'site-a', ready, 120, 0.5)
+                t['health'] == 'UP' for t in terms)
+        self._wait('the terminals of the sandbox UP', ready, 120, 0.5)
+        demo_devices.ready(self.ctx, self.dep, 'site-a',
+                           sandbox_mod.DEVICES_PER_SITE, self.out)
 
     # --- the story ----------------------------------------------------------
 
@@ -335,6 +333,18 @@ class CloudDemo(object):
                 return None
             time.sleep(1)
 
+    def _cleanup_and_go_home(self):
+        """The migration cleaned up; its devices followed home to site A."""
+        after = demo_devices.last_event(self.ctx)
+        serials = demo_devices.serials_of(
+            self.ctx, db.get(self.ctx, 'migration', self.migration_id))
+        lifecycle.migration_cleanup(self.ctx, self.migration_id)
+        self._wait('migration %s CLEANED' % self.migration_id, lambda: db.get(
+            self.ctx, 'migration', self.migration_id)['state'] ==
+            states.CLEANED, 300, 1)
+        if serials:
+            demo_devices.follow_home(self.ctx, serials, after, self.out)
+
     def wan_bytes(self, m):
         """Bytes the WAN carried: every catch-up round and the final delta."""
         total = 0
@@ -360,8 +370,7 @@ class CloudDemo(object):
                 try:
                     if db.get(self.ctx, 'migration', self.migration_id)[
                             'state'] == states.COMPLETED:
-                        lifecycle.migration_cleanup(self.ctx,
-                                                    self.migration_id)
+                        self._cleanup_and_go_home()
                 finally:
                     self._close()
             except exception.FedexException as e:

@@ -79,8 +79,14 @@ cpu_allocation_ratio = 16.0
 ram_allocation_ratio = 4.0
 [vnc]
 enabled = false
+# Versioned notifications on the bus (topic versioned_notifications of
+# exchange nova): the manager's conductor hears instance.delete.* and
+# aborts the migration of a deleted server at once ([conductor]
+# nova_notifications_topic). The legacy format is not sent: nobody reads it.
+[notifications]
+notification_format = versioned
 [oslo_messaging_notifications]
-driver = noop
+driver = messagingv2
 [oslo_concurrency]
 lock_path = {dir}/nova/locks
 [keystone_authtoken]

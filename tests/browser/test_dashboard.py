@@ -9,8 +9,9 @@ preflight asks Nova for it), whose root disk ``vms/<server>_disk`` a writer
 in the test also keeps changing; the manager exports it to devices, ships them, imports and
 catches up while the migrations page refreshes the row by itself; the
 catch-up tab charts the rounds the manager recorded; the member approves
-the cutover. A member of another project sees only their own migration; a
-reader gets fedex-api's refusal as Horizon's message. That other
+the cutover. A member of another project sees only their own migration
+(another's, by its address, is not found); a reader gets fedex-api's
+refusal as Horizon's message. That other
 migration goes by the manual courier: the admin records its hand-over and,
 once its devices are in the site-b terminal's slots, its delivery through
 the Record Carrier Event form, and the manager imports it.
@@ -350,13 +351,16 @@ class TestDashboard(base.BrowserTestCase):
         self.assertEqual([], b.find_all(row(self.p1['id'])))
         self.assertNotIn(self.p1['name'], b.text())
         b.shot('member2-migrations')
-        # The other project's migration, by its address: refused, and the
-        # list again with fedex-api's reason.
+        # The other project's migration, by its address: not found, as an
+        # unknown id (fedex-api does not tell that it exists), and the
+        # list again.
         b.get(MIGRATIONS + self.p1['id'] + '/')
         b.wait(lambda d: d.current_url.rstrip('/').endswith(
             'fedex_migrations'), 60, 'the redirect to the list')
         text = ' '.join(b.messages())
         self.assertIn('Unable to show migration %s' % self.p1['id'], text)
+        self.assertIn('migration %s does not exist' % self.p1['id'], text)
+        self.assertNotIn('role does not allow', text)
         b.shot('member2-other-projects-migration')
 
     def test_6_admin_sees_every_project_and_the_logistics(self):

@@ -91,6 +91,35 @@ class DevicesTests(base.AdminTestCase):
         self.assertIn('SN-42', html)
         self.assertIn('1.0 TiB', html)
 
+    @mock.patch(API + 'device_list')
+    def test_home_terminal_and_return_trip(self, m_list):
+        trip = {'shipment_id': 's-9', 'name': 'return-0a1b2c3d4e5f',
+                'state': 'IN_TRANSIT', 'carrier': 'simulated',
+                'tracking_number': 'SIM42', 'from': 'term-b',
+                'to': 'term-a'}
+        m_list.return_value = [
+            {'id': 'd-1', 'serial': 'SN-1', 'state': 'RETURNING',
+             'terminal_id': 't-b', 'terminal': 'term-b',
+             'home_terminal_id': 't-a', 'home_terminal': 'term-a',
+             'return_trip': trip, 'shipment_id': 's-9',
+             'capacity_bytes': 1024 ** 3, 'updated_at': None},
+            {'id': 'd-2', 'serial': 'SN-2', 'state': 'BLANK',
+             'terminal_id': 't-a', 'terminal': 'term-a',
+             'home_terminal_id': 't-a', 'home_terminal': 'term-a',
+             'return_trip': None, 'shipment_id': None,
+             'capacity_bytes': 1024 ** 3, 'updated_at': None},
+            {'id': 'd-3', 'serial': 'SN-3', 'state': 'LOST',
+             'terminal_id': 't-b', 'terminal': 'term-b',
+             'home_terminal_id': 't-a', 'home_terminal': 'term-a',
+             'return_trip': dict(trip, state='LOST'), 'shipment_id': 's-9',
+             'capacity_bytes': 1024 ** 3, 'updated_at': None}]
+        html = self.client.get(DEVICES).content.decode()
+        self.assertIn('Home terminal', html)
+        self.assertIn('return-0a1b2c3d4e5f IN_TRANSIT, term-b to term-a '
+                      '(tracking SIM42)', html)
+        self.assertIn('at home', html)
+        self.assertIn('lost on the way home (return-0a1b2c3d4e5f)', html)
+
     @mock.patch(API + 'device_custody')
     def test_custody(self, m_custody):
         m_custody.return_value = {'id': 'd-1', 'serial': 'SN-42'}

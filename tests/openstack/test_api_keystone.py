@@ -122,12 +122,14 @@ class TestAPIWithKeystone(APITestCase):
                                     status=200).json()['migration']['id'])
         c(READER1, 'POST', path + '/action', {'abort': {}}, status=403)
         c(READER1, 'PATCH', path, {'rate_cap': 1}, status=403)
-        # Another project sees nothing of it.
-        c(MEMBER2, 'GET', path, status=403)
+        # Another project sees nothing of it: not even that it exists (404
+        # as for an unknown id, as Nova and Cinder answer).
+        c(MEMBER2, 'GET', path, status=404)
+        c(MEMBER2, 'POST', path + '/action', {'abort': {}}, status=404)
         self.assertEqual([], c(MEMBER2, 'GET', '/v1/migrations',
                                status=200).json()['migrations'])
         c(MEMBER2, 'GET', '/v1/migrations?all_projects=true', status=403)
-        c(MEMBER2, 'GET', '/v1/events?migration=%s' % m['id'], status=403)
+        c(MEMBER2, 'GET', '/v1/events?migration=%s' % m['id'], status=404)
         # The service role (a Nova compute) reads every project's.
         every = c(SVC, 'GET', '/v1/migrations?all_projects=true',
                   status=200).json()['migrations']

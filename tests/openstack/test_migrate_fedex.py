@@ -87,5 +87,6 @@ class TestServerMigrateFedex(base.ManagerTestCase):
         self.assertEqual(0, proc.returncode, proc.stderr)
         shown = json.loads(proc.stdout)
         self.assertEqual(states.READY_FOR_CUTOVER, shown['state'])
-        self.assertEqual(','.join(specs), shown['images'])
+        # -f json: the images as a list (the table joins them with commas).
+        self.assertEqual(list(specs), shown['images'])
         self.assert_converged({'id': mid})

@@ -2,10 +2,13 @@
 
 The manager locks each server of a migration when its first phase starts
 (compute API 2.73, ``locked_reason`` naming the migration) and unlocks it
-when the migration ends; a server deleted anyway aborts the migration.
+when the migration ends; a server deleted anyway aborts the migration: at
+once on Nova's notification, or at the sweeper's look in Nova.
 The cutover of a locked server is shown by test_cutover_nova (it runs on a
 locked server and checks the lock is gone once COMPLETED).
 """
+
+import time
 
 import rbd
 
@@ -16,6 +19,16 @@ from tests.openstack import test_cutover_nova as base
 
 
 class TestNovaLock(base.CutoverTestCase):
+
+    CONDUCTOR_OPTIONS = dict(
+        base.CutoverTestCase.CONDUCTOR_OPTIONS,
+        # Nova's notifications off: the sweeper's look finds it.
+        test_server_deleted_aborts_its_migration={
+            'nova_notifications_topic': '', 'server_check_interval': 5},
+        # The sweeper's look out of the way: only Nova's notification can
+        # abort it within the 10 s.
+        test_server_deleted_in_catch_up_aborts_within_seconds={
+            'server_check_interval': 3600})
 
     def lock_of(self, sid):
         shown = self.cloud.openstack('--os-compute-api-version', '2.73',
@@ -70,3 +83,21 @@ class TestNovaLock(base.CutoverTestCase):
         image = '%s_disk' % sid
         if image in rbd.RBD().list(self.pool('site-a', 'vms').ioctx):
             self.assert_no_snapshots_of_ours(['vms/%s' % image])
+
+    def test_server_deleted_in_catch_up_aborts_within_seconds(self):
+        sid = self.boot('fedex-lock-del2-%s' % self.id_)['id']
+        m = self.start(sid)
+        # Its seed shipped and imported: catching up, or waiting for the
+        # approval of its cutover.
+        self.wait_state(m, (states.CATCHING_UP, states.READY_FOR_CUTOVER),
+                        timeout=900)
+        self.openstack('server', 'delete', sid)
+        deleted = time.monotonic()
+        self.wait_state(m, (states.ABORTING, states.ABORTED), timeout=10)
+        self.assertLess(time.monotonic() - deleted, 10.5)
+        aborting = [e for e in db.events(self.ctx, {'migration_id': m['id']})
+                    if e['to_state'] == states.ABORTING]
+        self.assertEqual(1, len(aborting), self.events(m))
+        self.assertIn('server %s deleted in Nova (instance.delete.' % sid,
+                      aborting[0]['message'])
+        self.wait_state(m, states.ABORTED, timeout=600)

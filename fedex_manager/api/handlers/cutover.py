@@ -120,11 +120,19 @@ def event(req):
                  event_text(name, body.get('host'), details),
                  migration_id=m['id'], details=dict(details, event=name))
     if m['state'] == states.CUTTING_OVER:
-        if name == 'completed':
-            cutover_actions.migration_cutover_finish(ctx, m['id'],
-                                                     success=True)
-        elif name == 'rolled_back':
-            cutover_actions.migration_cutover_finish(
-                ctx, m['id'], success=False,
-                reason=details.get('reason') or 'rolled back by Nova')
+        try:
+            if name == 'completed':
+                cutover_actions.migration_cutover_finish(ctx, m['id'],
+                                                         success=True)
+            elif name == 'rolled_back':
+                cutover_actions.migration_cutover_finish(
+                    ctx, m['id'], success=False,
+                    reason=details.get('reason') or 'rolled back by Nova')
+        except (exception.InvalidTransition, exception.Conflict):
+            # Ended meanwhile by the conductor's read-back of Nova's
+            # records: the report is recorded, the end is. Not nova_fedex's
+            # error.
+            if db.get(ctx, 'migration', m['id'])['state'] == \
+                    states.CUTTING_OVER:
+                raise
     return util.json_response(202, {'event': name})

@@ -1,9 +1,9 @@
 """/v1/events: the audit trail, by migration, shipment, type and time."""
 
 from fedex_manager.actions import events as event_actions
-from fedex_manager.actions import migrations as migration_actions
 from fedex_manager.api import errors
 from fedex_manager.api import handlers
+from fedex_manager.api.handlers import migrations as migrations_h
 from fedex_manager.api import util
 from fedex_manager.db import api as db
 from fedex_manager.policies import planning as rules
@@ -28,9 +28,8 @@ def list_(req):
     migration = util.query(req, 'migration')
     resource = util.query(req, 'shipment') or util.query(req, 'device')
     if migration:
-        m = migration_actions.migration_show(ctx, migration, events_limit=0)
-        policy.authorize(ctx, rules.EVENT_LIST,
-                         {'project_id': m['project_id']})
+        # Another project's migration: 404, as for an unknown id.
+        migrations_h.get_authorized(ctx, migration, rules.EVENT_LIST)
     else:
         # Everything else (logistics, every project) is for operators.
         policy.authorize(ctx, rules.EVENT_LIST_ALL)

@@ -9,6 +9,7 @@ from fedex_manager.api import util
 from fedex_manager.db import api as db
 from fedex_manager.policies import logistics as rules
 from fedex_manager import policy
+from fedex_manager import return_trip
 
 SORT_KEYS = ('created_at', 'updated_at', 'state', 'id')
 # Terminals and sites: by name unless asked otherwise.
@@ -25,11 +26,16 @@ def _filters(req, names):
 def shipment_list(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.SHIPMENT_LIST)
-    util.check_query(req, util.PAGE_PARAMS + ('state', 'tracking_number'))
+    util.check_query(req, util.PAGE_PARAMS + ('state', 'tracking_number',
+                                              'kind'))
     paging = util.page(req, SORT_KEYS + ('name', 'tracking_number'))
-    items = db.list_(ctx, 'shipment', _filters(
-        req, {'state': 'state', 'tracking_number': 'tracking_number'}),
-        **paging)
+    filters = _filters(req, {'state': 'state',
+                             'tracking_number': 'tracking_number'})
+    kind = util.query(req, 'kind', choices=(return_trip.SEED,
+                                            return_trip.RETURN))
+    if kind:
+        filters['kind'] = kind
+    items = db.list_(ctx, 'shipment', filters, **paging)
     return util.list_response(req, 'shipments', items, paging)
 
 
@@ -65,13 +71,16 @@ def device_list(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.DEVICE_LIST)
     util.check_query(req, util.PAGE_PARAMS + ('state', 'terminal',
-                                              'shipment'))
+                                              'home_terminal', 'shipment'))
     paging = util.page(req, SORT_KEYS + ('serial',))
     filters = _filters(req, {'state': 'state', 'shipment': 'shipment_id'})
-    if util.query(req, 'terminal'):
-        filters['terminal_id'] = db.get(ctx, 'terminal',
-                                        util.query(req, 'terminal'))['id']
-    items = db.list_(ctx, 'device', filters, **paging)
+    for param, column in (('terminal', 'terminal_id'),
+                          ('home_terminal', 'home_terminal_id')):
+        if util.query(req, param):
+            filters[column] = db.get(ctx, 'terminal',
+                                     util.query(req, param))['id']
+    items = return_trip.describe(ctx, db.list_(ctx, 'device', filters,
+                                               **paging))
     return util.list_response(req, 'devices', items, paging)
 
 
@@ -90,8 +99,28 @@ def device_create(req):
         ctx, body['serial'], body['terminal'],
         capacity_bytes=body['capacity_bytes'], slot=body.get('slot'),
         path=body.get('path'))
+    d = return_trip.describe(ctx, [d])[0]
     return util.json_response(201, {'device': d},
                               location='%s/%s' % (req.path_url, d['id']))
+
+
+def device_delete(req):
+    """Retire a device (BLANK, ERASED or LOST; unplugged)."""
+    ctx = handlers.context(req)
+    policy.authorize(ctx, rules.DEVICE_DELETE)
+    devices.device_retire(ctx, req.urlvars['device_id'])
+    return util.no_content()
+
+
+def device_return(req):
+    """Send a wiped device home; the conductor hands it to the courier."""
+    ctx = handlers.context(req)
+    policy.authorize(ctx, rules.DEVICE_RETURN)
+    # The body is optional: a reason, recorded in the device's events.
+    body = util.extract_json(req, schemas.DEVICE_RETURN) if req.body else {}
+    d = devices.device_return(ctx, req.urlvars['device_id'],
+                              reason=body.get('reason'))
+    return util.json_response(202, {'device': d})
 
 
 def device_custody(req):

@@ -26,11 +26,18 @@ SORT_KEYS = ('created_at', 'updated_at', 'name', 'state', 'id')
 NOVA_DISK = 'vms/%s_disk'
 
 
-def _get_authorized(ctx, migration_id, rule, events_limit=0):
+def get_authorized(ctx, migration_id, rule, events_limit=0):
+    """The migration, if the caller may see it and do ``rule`` on it.
+
+    Another project's migration is not found (404, as an unknown id);
+    its own project's reader gets 403 for a write.
+    """
     m = migration_actions.migration_show(
         ctx, migration_id, events_limit=events_limit)
-    policy.authorize(ctx, rule, {'project_id': m['project_id'],
-                                 'user_id': m['user_id']})
+    util.authorize_visible(ctx, rules.SHOW, rule,
+                           {'project_id': m['project_id'],
+                            'user_id': m['user_id']},
+                           'migration', migration_id)
     return m
 
 
@@ -160,8 +167,8 @@ def show(req):
         raise errors.HTTPError(
             400, 'query parameter events_limit: must be >= 0')
     limit = min(limit, CONF.api.max_limit)
-    m = _get_authorized(ctx, req.urlvars['migration_id'], rules.SHOW,
-                        events_limit=limit)
+    m = get_authorized(ctx, req.urlvars['migration_id'], rules.SHOW,
+                       events_limit=limit)
     if limit and len(m['events']) >= limit:
         m['events_links'] = [{'rel': 'next', 'href': '%s/events?%s' % (
             req.application_url + '/v1', urllib.parse.urlencode((
@@ -172,7 +179,7 @@ def show(req):
 
 def update(req):
     ctx = handlers.context(req)
-    m = _get_authorized(ctx, req.urlvars['migration_id'], rules.UPDATE)
+    m = get_authorized(ctx, req.urlvars['migration_id'], rules.UPDATE)
     body = util.extract_json(req, schemas.MIGRATION_UPDATE)
     name = body.pop('name', None)
     out = migration_actions.migration_update(
@@ -182,7 +189,7 @@ def update(req):
 
 def delete(req):
     ctx = handlers.context(req)
-    m = _get_authorized(ctx, req.urlvars['migration_id'], rules.DELETE)
+    m = get_authorized(ctx, req.urlvars['migration_id'], rules.DELETE)
     migration_actions.migration_delete(ctx, m['id'])
     return util.no_content()
 
@@ -193,7 +200,7 @@ def action(req):
     (verb, args), = body.items()
     rule = {'abort': rules.ABORT, 'retry': rules.RETRY,
             'cutover': rules.CUTOVER, 'reship': rules.RETRY}[verb]
-    m = _get_authorized(ctx, req.urlvars['migration_id'], rule)
+    m = get_authorized(ctx, req.urlvars['migration_id'], rule)
     if verb == 'abort':
         out = lifecycle.migration_abort(ctx, m['id'],
                                         reason=args.get('reason'))

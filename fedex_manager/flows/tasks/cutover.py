@@ -64,6 +64,11 @@ NOVA_UNCLEAR = 'nova gave no clear answer'
 # Seconds after a request before "Nova has no record of it" means it never
 # started.
 NOVA_START_GRACE = 300
+# Seconds nova_fedex, once it reported a step of this cutover, is given to
+# report its end after Nova's records say it ended: it sends its
+# "completed" after Nova's post-migration, which marks Nova's record
+# completed first.
+NOVA_REPORT_GRACE = 120
 
 
 def cutover_began(ctx, m):
@@ -155,6 +160,30 @@ def start_nova_cutover(ctx, m):
                               'request_id': request_id})
 
 
+# nova_fedex's reports that end a cutover (fedex-api acts on them).
+ENDS = {'completed', 'rolled_back'}
+
+
+def _report_ages(ctx, m, began):
+    """nova_fedex's reports of this cutover: {event: seconds since}."""
+    now, ages = db.now(), {}
+    for e in db.events(ctx, {'migration_id': m['id'], 'kind': 'cutover'}):
+        event = (e['details'] or {}).get('event')
+        if event and e['created_at'] >= began:
+            ages[event] = min(ages.get(event, float('inf')), (
+                now - db.utcfromiso(e['created_at'])).total_seconds())
+    return ages
+
+
+def _reports_said(reports):
+    if not reports:
+        return 'no report from nova_fedex'
+    said = ', '.join(sorted(reports))
+    if ENDS & set(reports):
+        return 'nova_fedex reported %s, which did not end it' % said
+    return 'nova_fedex reported %s, not the end' % said
+
+
 def reconcile_nova_cutover(ctx, m):
     """A CUTTING_OVER migration nobody ended: read Nova's records back.
 
@@ -163,7 +192,9 @@ def reconcile_nova_cutover(ctx, m):
     the server say it: every live migration failed and the servers are
     back at the source -> ROLLED_BACK with Nova's reason; all completed
     at the destination host -> COMPLETED. Still running: nothing yet. A
-    guest that nova_fedex reported stranded is left to the operator.
+    guest that nova_fedex reported stranded is left to the operator; one
+    whose end nova_fedex reported is fedex-api's to end, and one whose
+    steps it reported waits ``NOVA_REPORT_GRACE`` for that report.
     Returns what it did (for the log and the tests).
     """
     m = db.get(ctx, 'migration', m['id'])
@@ -194,13 +225,24 @@ def reconcile_nova_cutover(ctx, m):
     if any(o['ended'] is None or o['task_state'] is not None
            for o in outcomes.values()):
         return 'running'
+    # nova_fedex's reports of this cutover: {event: seconds since}.
+    reports = _report_ages(ctx, m, began)
+    if any(reports[e] < NOVA_REPORT_GRACE for e in ENDS & set(reports)):
+        return 'ended'          # fedex-api is ending it on that report
     if all(o['ended'] == 'completed' and o['host'] == m['dest_host']
            for o in outcomes.values()):
-        db.add_event(ctx, 'migration', m['id'], 'cutover',
-                     'Nova completed the live migration to %s (read back; '
-                     'no report from nova_fedex)' % m['dest_host'],
-                     migration_id=m['id'])
-        cutover_actions.migration_cutover_finish(ctx, m['id'], success=True)
+        if reports and min(reports.values()) < NOVA_REPORT_GRACE:
+            # nova_fedex drives this cutover: its report of the end
+            # follows Nova's record.
+            return 'running'
+        try:
+            cutover_actions.migration_cutover_finish(
+                ctx, m['id'], success=True, message=(
+                    'Nova completed the live migration to %s (read back '
+                    'from Nova\'s records; %s)' % (
+                        m['dest_host'], _reports_said(reports))))
+        except (exception.InvalidTransition, exception.Conflict):
+            return 'ended'      # nova_fedex's report came meanwhile
         return 'completed'
     if all(o['ended'] == 'failed' for o in outcomes.values()):
         reason = '; '.join(

@@ -1,9 +1,11 @@
 """What the fedex commands share: columns, following a migration, and
 turning servers into a migration request (with Nova's help)."""
 
+import json
 import sys
 import time
 
+from cliff import columns as cliff_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
@@ -51,6 +53,31 @@ class DeleteCommand(command.Command):
             raise exceptions.CommandError('; '.join(failed))
 
 
+class Column(cliff_columns.FormattableColumn):
+    """A value as the API typed it, shown as ``text`` in a table.
+
+    cliff's formatters ask each cell: a table or ``-f value`` prints
+    :meth:`human_readable`, ``-f json`` and ``-f yaml`` write
+    :meth:`machine_readable` (numbers stay numbers, lists lists).
+    """
+
+    def __init__(self, value, text):
+        super().__init__(value)
+        self._text = text
+
+    def human_readable(self):
+        return self._text
+
+    def machine_readable(self):
+        return self._value
+
+
+def list_column(items):
+    """A list, comma-separated in a table."""
+    items = list(items or [])
+    return Column(items, ','.join(str(i) for i in items))
+
+
 def _percent(m):
     p = m.get('progress') or {}
     if p.get('percent') is None:
@@ -58,22 +85,52 @@ def _percent(m):
     return '%.1f%% of %d bytes' % (p['percent'], p.get('bytes_total') or 0)
 
 
+def progress_column(m):
+    """percent, bytes_done and bytes_total; "41.0% of N bytes" in a table."""
+    p = m.get('progress') or {}
+    return Column({k: p.get(k) for k in ('percent', 'bytes_done',
+                                         'bytes_total')}, _percent(m))
+
+
+def events_column(events):
+    """Events as the API gave them; a line "<created_at> <message>" each."""
+    events = list(events or [])
+    return Column(events, '\n'.join('%s %s' % (e['created_at'], e['message'])
+                                    for e in events))
+
+
+def event_row(e, columns):
+    """An event's row; its details (a JSON object) typed for ``-f json``."""
+    flat = dict(e)
+    details = e.get('details')
+    flat['details'] = Column(details, json.dumps(details, sort_keys=True)
+                             if details else '')
+    return tuple(flat.get(c) for c in columns)
+
+
 def migration_row(m, columns=MIGRATION_COLUMNS):
-    """A flat row; names of sites instead of ids when the API gave them."""
+    """A flat row; names of sites instead of ids when the API gave them.
+
+    Lists and the progress are :class:`Column` cells: typed for ``-f
+    json``, as before in a table.
+    """
     p = m.get('progress') or {}
     flat = dict(m)
+    shipments = m.get('shipments') or []
     flat.update({
-        'servers': ','.join(s['server_id'] for s in m.get('servers', [])),
+        'servers': list_column(s['server_id'] for s in m.get('servers', [])),
         # A list counts a migration's images, a show lists them.
-        'images': ','.join(v['source_image'] for v in m['volumes'])
+        'images': list_column(v['source_image'] for v in m['volumes'])
         if 'volumes' in m else m.get('image_count'),
-        'progress': _percent(m),
+        'progress': progress_column(m),
         'rounds': p.get('rounds', m.get('rounds')),
         'rate': p.get('rate'), 'eta_seconds': p.get('eta_seconds'),
         'cutover': (m.get('options') or {}).get('cutover'),
-        'allowed_actions': ','.join(m.get('allowed_actions') or []),
-        'shipments': ','.join('%s(%s)' % (s['name'], s['state'])
-                              for s in m.get('shipments') or []),
+        'allowed_actions': list_column(m.get('allowed_actions')),
+        'shipments': Column(
+            [{'name': s['name'], 'state': s['state']} for s in shipments],
+            ','.join('%s(%s)' % (s['name'], s['state'])
+                     for s in shipments)),
         'source_site': m.get('source_site_id'),
         'dest_site': m.get('dest_site_id'),
     })

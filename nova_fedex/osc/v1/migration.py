@@ -1,4 +1,5 @@
-"""``openstack fedex migration create|list|show|abort|retry|cutover|delete``."""
+"""``openstack fedex migration create|list|show|set|abort|retry|cutover|
+delete`` and ``openstack fedex migration event list``."""
 
 import argparse
 
@@ -183,9 +184,109 @@ class ShowMigration(command.ShowOne):
         row = common.migration_row(m)
         if args.events:
             columns += ('events',)
-            row += ('\n'.join('%s %s' % (e['created_at'], e['message'])
-                              for e in m.get('events', [])),)
+            row += (common.events_column(m.get('events')),)
         return columns, row
+
+
+def _rate_schedule(spec):
+    """'[DAYS@]HH:MM-HH:MM=BYTES/S', e.g. 'mon-fri@08:00-18:00=10485760'."""
+    when, sep, cap = spec.rpartition('=')
+    days, _, hours = when.rpartition('@')
+    start, dash, end = hours.partition('-')
+    try:
+        if not (sep and dash):
+            raise ValueError(spec)
+        item = {'start': start, 'end': end, 'rate_cap': int(cap)}
+    except ValueError:
+        raise exceptions.CommandError(
+            '--rate-schedule %r: expected [DAYS@]HH:MM-HH:MM=BYTES/S, e.g. '
+            'mon-fri@08:00-18:00=10485760' % spec)
+    if days:
+        item['days'] = days
+    return item
+
+
+class SetMigration(command.Command):
+    """Change a running migration's name or options (fedex-api checks them).
+
+    Its rate cap, rate schedule, downtime budget, cutover mode and window;
+    the shipment group and carrier are fixed once it exists.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('migration', metavar='<migration>')
+        parser.add_argument('--name', metavar='<name>')
+        _option_args(parser)
+        parser.add_argument('--no-cutover-window', action='store_true',
+                            help='Cut over at any time of the day.')
+        schedule = parser.add_mutually_exclusive_group()
+        schedule.add_argument(
+            '--rate-schedule', action='append', type=_rate_schedule,
+            metavar='<[days@]HH:MM-HH:MM=bytes/s>',
+            help='A lower rate cap at times of the week (UTC), e.g. '
+                 'mon-fri@08:00-18:00=10485760; repeat for more. Replaces '
+                 'the schedule.')
+        schedule.add_argument('--no-rate-schedule', action='store_true',
+                              help='Remove the rate schedule.')
+        return parser
+
+    def take_action(self, args):
+        if args.cutover_window and args.no_cutover_window:
+            raise exceptions.CommandError(
+                'give --cutover-window or --no-cutover-window, not both')
+        fields = _options(args)
+        if args.rate_schedule or args.no_rate_schedule:
+            fields['rate_schedule'] = args.rate_schedule or []
+        if args.name:
+            fields['name'] = args.name
+        clear = ('cutover_window',) if args.no_cutover_window else ()
+        if not fields and not clear:
+            raise exceptions.CommandError('nothing to set: give --name or '
+                                          'an option (see --help)')
+        self.app.client_manager.fedex.migrations.update(
+            args.migration, clear=clear, **fields)
+
+
+EVENT_COLUMNS = ('id', 'created_at', 'resource_type', 'kind', 'from_state',
+                 'to_state', 'message')
+EVENT_LONG_COLUMNS = EVENT_COLUMNS + ('occurred_at', 'resource_id', 'actor',
+                                      'location', 'details')
+
+
+class ListMigrationEvent(command.Lister):
+    """List a migration's events: its audit trail, oldest first."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('migration', metavar='<migration>')
+        parser.add_argument('--type', metavar='<kind>',
+                            help='Only events of this kind (state, '
+                                 'progress, key, config, note, ...).')
+        parser.add_argument('--since', metavar='<time>',
+                            help='Only events from this ISO 8601 time on.')
+        parser.add_argument('--until', metavar='<time>',
+                            help='Only events before this ISO 8601 time.')
+        parser.add_argument('--limit', type=int, metavar='<n>')
+        parser.add_argument('--marker', metavar='<event-id>')
+        parser.add_argument('--sort-dir', choices=['asc', 'desc'])
+        parser.add_argument('--long', action='store_true',
+                            help='Add when it happened, who did it, where, '
+                                 'and its details.')
+        return parser
+
+    def take_action(self, args):
+        events = self.app.client_manager.fedex.events
+        params = {'migration': args.migration, 'type': args.type,
+                  'since': args.since, 'until': args.until,
+                  'sort_dir': args.sort_dir}
+        if args.marker or args.limit:
+            items = events.list(limit=args.limit, marker=args.marker,
+                                **params)
+        else:
+            items = events.list_all(**params)
+        columns = EVENT_LONG_COLUMNS if args.long else EVENT_COLUMNS
+        return columns, [common.event_row(e, columns) for e in items]
 
 
 class _Action(command.ShowOne):

@@ -34,6 +34,7 @@ from nova.tests.functional.libvirt import base
 
 from lsrp import exception
 from nova_fedex.cmd import compute as fedex_compute
+from nova_fedex.scheduler import filters as site_filter
 from nova_fedex.virt.libvirt import driver as fedex_driver
 from nova_fedex.virt.libvirt import rbd_xml
 from tests.drivers.nova import fakes
@@ -560,6 +561,35 @@ class TestSiteFilter(CutoverTestBase):
         self._wait_for_migration_status(self.server, ['error'])
         self.assertEqual('src', self.host_of(self.server))
         self.assertEqual([], self.migrations)
+
+    def test_live_migration_asked_to_the_other_site_says_why(self):
+        """Refused with "No valid host": the reason is in the action."""
+        self.boot()
+        e = self.assertRaises(client.OpenStackApiException,
+                              self.admin_api.post_server_action,
+                              self.server['id'], {'os-migrateLive': {
+                                  'host': 'dest', 'block_migration': 'auto'}})
+        self.assertIn('NoValidHost', str(e))
+        self._wait_for_migration_status(self.server, ['error'])
+        self.assertEqual('src', self.host_of(self.server))
+        # What "openstack server event show SERVER REQUEST" shows (its
+        # details from microversion 2.84).
+        action, = [a for a in self.admin_api.get_instance_actions(
+            self.server['id']) if a['action'] == 'live-migration']
+        events = self.admin_api.get_instance_action_details(
+            self.server['id'], action['request_id'])['events']
+        refusal, = [ev for ev in events
+                    if ev['event'] == site_filter.EVENT]
+        self.assertEqual('Error', refusal['result'])
+        self.assertEqual(
+            'server at site site-a, host dest at site site-b: only a FedEx '
+            'migration moves a server between sites; use \'openstack server '
+            'migrate --live-migration --fedex\'', refusal['details'])
+        # nova-scheduler's log: a warning naming the server.
+        self.assertIn('WARNING [nova_fedex.scheduler.filters] '
+                      'FedexSiteFilter: server %s is at site site-a and '
+                      'host dest at site site-b' % self.server['id'],
+                      self.stdlog.logger.output)
 
     def test_forced_cutover_passes(self):
         self.boot()

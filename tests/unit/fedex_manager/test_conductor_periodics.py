@@ -75,15 +75,15 @@ class TestWorker(SweeperTestCase):
         self.assertEqual([
             ('repost_lost_phases', 30), ('ready_for_cutover', 30),
             ('cutting_over', 30), ('completed', 30), ('courier_events', 30),
-            ('wipe_returned_devices', 30), ('deleted_servers', 20),
-            ('remove_ended_locks', 30)], got)
+            ('wipe_returned_devices', 30), ('return_devices_home', 30),
+            ('deleted_servers', 20), ('remove_ended_locks', 30)], got)
 
     def test_no_look_in_nova_without_nova(self):
         CONF.set_override('compute_driver', 'none', group='conductor')
         names = [cb.__name__ for cb, _, _ in
                  periodics.callables(self.sweeper)]
         self.assertNotIn('deleted_servers', names)
-        self.assertEqual(7, len(names))
+        self.assertEqual(8, len(names))
 
     def test_jobs_due_together_run_in_their_order(self):
         ran = []

@@ -67,3 +67,25 @@ class TestMachines(testtools.TestCase):
                              states.MIGRATION.next_state(s, 'fail'))
             self.assertEqual(s, states.MIGRATION.next_state(
                 states.FAILED, 'retry_' + s.lower()))
+
+
+class TestDeviceTripHome(testtools.TestCase):
+
+    def test_erased_devices_go_home_blank_or_are_lost(self):
+        d = states.DEVICE
+        for start in (states.D_BLANK, states.D_ERASED):
+            self.assertEqual(states.D_RETURNING,
+                             d.next_state(start, 'return'))
+        self.assertEqual(states.D_BLANK, d.next_state(states.D_RETURNING,
+                                                      'arrive'))
+        self.assertEqual(states.D_LOST, d.next_state(states.D_RETURNING,
+                                                     'lose'))
+        # Found after all.
+        self.assertEqual(states.D_BLANK, d.next_state(states.D_LOST,
+                                                      'arrive'))
+        for s in (states.D_ASSIGNED, states.D_SEALED, states.D_SHIPPED,
+                  states.D_VERIFIED, states.D_RETURNING):
+            self.assertRaises(exception.InvalidTransition, d.next_state, s,
+                              'return')
+        self.assertEqual((states.D_BLANK, states.D_ERASED, states.D_LOST),
+                         states.DEVICE_RETIRABLE)

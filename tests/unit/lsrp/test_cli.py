@@ -1,6 +1,7 @@
 """The lsrp command's answers to bad input, without any service."""
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -40,6 +41,86 @@ class TestCli(testtools.TestCase):
         result = self.lsrp('verify', '--device', '/nonexistent')
         self.assertEqual(2, result.returncode)
         self.assertIn('none of the devices', result.stderr)
+
+
+# ``lsrp`` with the cluster and the importer replaced: what the answer
+# names, without Ceph.
+FAKE_IMPORT = """
+import sys
+from unittest import mock
+
+from lsrp import cli
+
+
+class Cluster(object):
+    def __init__(self, conffile, keyring=None, site=None, **kw):
+        self.conffile, self.site = conffile, site
+        self.fsid = 'fsid-of-' + conffile.split('/')[-2]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+class Importer(object):
+    def __init__(self, cluster, *args, **kw):
+        pass
+
+    def run(self, devices, expect_digest=None):
+        return ['vms/disk0']
+
+
+with mock.patch.object(cli, 'Cluster', Cluster), mock.patch.object(
+        cli.importer_mod, 'Importer', Importer):
+    sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+class TestSiteNamed(testtools.TestCase):
+    """The answer names the cluster written to, not a default site."""
+
+    def lsrp(self, *args, config=None):
+        work = self.useFixture(fixtures.TempDir()).path
+        argv = [sys.executable, '-c', FAKE_IMPORT, '--shipment-key_dir',
+                os.path.join(work, 'keys'), '--shipment-state_dir',
+                os.path.join(work, 'state')]
+        if config:
+            path = os.path.join(work, 'lsrp.conf')
+            with open(path, 'w') as f:
+                f.write(config)
+            argv += ['--config-file', path]
+        result = subprocess.run(argv + list(args), capture_output=True,
+                                text=True, timeout=60)
+        self.assertEqual(0, result.returncode, result.stderr)
+        return result.stdout
+
+    def test_ceph_conf_alone_names_its_cluster(self):
+        out = self.lsrp('import', '--device', '/d0', '--ceph-conf',
+                        '/etc/ceph/site-b/ceph.conf')
+        self.assertEqual('imported at cluster fsid-of-site-b '
+                         '(/etc/ceph/site-b/ceph.conf): vms/disk0\n', out)
+
+    def test_configured_site_is_not_given_to_another_cluster(self):
+        config = ('[ceph]\nsite_name = site-a\n'
+                  'conf_file = /etc/ceph/site-a/ceph.conf\n')
+        out = self.lsrp('import', '--device', '/d0', '--ceph-conf',
+                        '/etc/ceph/site-b/ceph.conf', config=config)
+        self.assertNotIn('site-a', out)
+        self.assertIn('fsid-of-site-b', out)
+        # The configured cluster keeps its configured name.
+        self.assertEqual('imported at site-a: vms/disk0\n',
+                         self.lsrp('import', '--device', '/d0',
+                                   config=config))
+
+    def test_site_flag_names_it(self):
+        out = self.lsrp('import', '--device', '/d0', '--ceph-conf',
+                        '/etc/ceph/b/ceph.conf', '--site', 'site-b',
+                        '--progress', 'json')
+        self.assertEqual({'event': 'imported', 'images': ['vms/disk0'],
+                          'site': 'site-b', 'fsid': 'fsid-of-b'},
+                         json.loads(out))
 
 
 class TestExitCodes(testtools.TestCase):

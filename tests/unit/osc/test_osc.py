@@ -104,13 +104,14 @@ class TestCommands(InProcess):
             '--rate-cap', '1000000', '--cutover', 'approved'])
         m = dict(zip(cols, row))
         self.assertEqual('REQUESTED', m['state'])
-        self.assertEqual('vms/vm1_disk', m['images'])
+        self.assertEqual(['vms/vm1_disk'], m['images'].machine_readable())
         self.assertEqual('approved', m['cutover'])
         cols, rows = run(migration.ListMigration, self.app_, [])
         self.assertEqual([m['id']], [r[0] for r in rows])
         cols, row = run(migration.ShowMigration, self.app_,
                         [m['id'], '--events'])
-        self.assertIn('requested', dict(zip(cols, row))['events'])
+        self.assertIn('requested',
+                      dict(zip(cols, row))['events'].human_readable())
         cols, row = run(migration.AbortMigration, self.app_,
                         [m['id'], '--reason', 'test'])
         self.assertEqual('ABORTING', dict(zip(cols, row))['state'])
@@ -127,7 +128,8 @@ class TestCommands(InProcess):
             '--cutover', 'automatic'])
         m = dict(zip(cols, row))
         self.assertEqual('REQUESTED', m['state'])
-        self.assertEqual('volumes/volume-%s' % vid, m['images'])
+        self.assertEqual('volumes/volume-%s' % vid,
+                         m['images'].human_readable())
         # Without Cinder to ask (no [nova] credentials here), the source
         # site must be given.
         err = self.assertRaises(fedex_exc.BadRequest, run,

@@ -136,11 +136,22 @@ class TestMigrations(Fixture):
         listed = self.call('GET', '/v1/migrations', roles=MEMBER,
                            status=200).json['migrations']
         self.assertEqual([mine['id']], [m['id'] for m in listed])
-        resp = self.call('GET', '/v1/migrations/%s' % theirs['id'],
-                         roles=MEMBER, status=403)
-        self.assertIn('fedex:migration:show', self.errors(resp)[0])
-        self.call('POST', '/v1/migrations/%s/action' % theirs['id'],
-                  {'abort': {}}, roles=MEMBER, status=403)
+        # Another project's migration is not found, as an unknown id:
+        # the same answer, which tells nothing of its existence (Nova and
+        # Cinder do the same).
+        unknown = self.errors(self.call(
+            'GET', '/v1/migrations/%s' % ('0' * 32), roles=MEMBER,
+            status=404))[0]
+        for method, path, body in (
+                ('GET', '', None), ('PATCH', '', {'rate_cap': 5}),
+                ('DELETE', '', None), ('POST', '/action', {'abort': {}})):
+            resp = self.call(method, '/v1/migrations/%s%s' % (
+                theirs['id'], path), body, roles=MEMBER, status=404)
+            self.assertEqual(unknown.replace('0' * 32, theirs['id']),
+                             self.errors(resp)[0])
+        self.assertEqual(states.REQUESTED, self.call(
+            'GET', '/v1/migrations/%s' % theirs['id'], roles=ADMIN,
+            status=200).json['migration']['state'])
         # all_projects: admin and service only.
         self.call('GET', '/v1/migrations?all_projects=true', roles=MEMBER,
                   status=403)
@@ -426,8 +437,11 @@ class TestEventsAndPlans(Fixture):
         evs = self.call('GET', '/v1/events?migration=%s' % m['id'],
                         roles=READER, status=200).json['events']
         self.assertEqual(states.REQUESTED, evs[0]['to_state'])
-        self.call('GET', '/v1/events?migration=%s' % m['id'], roles=READER,
-                  project='p2', status=403)
+        # Another project's: not found, as an unknown migration.
+        resp = self.call('GET', '/v1/events?migration=%s' % m['id'],
+                         roles=READER, project='p2', status=404)
+        self.assertEqual('migration %s does not exist' % m['id'],
+                         self.errors(resp)[0])
         self.call('GET', '/v1/events', roles=READER, status=403)
         self.call('GET', '/v1/events?since=yesterday', status=400)
         self.call('POST', '/v1/events', {'migration': m['id'],
@@ -581,4 +595,4 @@ class TestEveryRouteIsGuarded(Fixture):
                 self.assertEqual(403, resp.status_int,
                                  '%s %s: %s' % (method, url, resp.text))
                 checked += 1
-        self.assertEqual(28, checked)    # every route but / and /v1
+        self.assertEqual(30, checked)    # every route but / and /v1

@@ -92,3 +92,20 @@ class TestCutoverPlan(test_api.Fixture):
         self.assertIn('nova: rolled_back (reported by b-h1): final delta '
                       'failed', texts)
         self.event('nonsense', status=400)
+
+    def test_end_reported_after_the_read_back_ended_it(self):
+        """The conductor's read-back ends it while the report is handled."""
+        from unittest import mock
+
+        from fedex_manager.actions import cutover as cutover_actions
+        self.cutting_over()
+        real = cutover_actions.migration_cutover_finish
+
+        def read_back_first(ctx, mid, success=True, **kw):
+            real(ctx, mid, success=True)        # the conductor's
+            return real(ctx, mid, success=success, **kw)
+        with mock.patch.object(cutover_actions, 'migration_cutover_finish',
+                               read_back_first):
+            self.event('completed', dest='b-h2')
+        self.assertEqual(states.COMPLETED,
+                         db.get(self.ctx, 'migration', self.m['id'])['state'])
