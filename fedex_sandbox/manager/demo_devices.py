@@ -19,8 +19,10 @@ from fedex_manager.db import api as db
 from fedex_manager import states
 from lsrp import exception
 
-# Not coming home: given up on, or still carrying data of a migration.
+# Not coming home: given up on.
 GONE = (states.D_LOST, states.D_MISSING, states.D_DAMAGED)
+# Coming home soon: on the road, or BLANK away from home.
+COMING = (states.D_RETURNING, states.D_BLANK)
 
 
 def _terminals(ctx, site):
@@ -36,7 +38,11 @@ def census(ctx, site):
             continue
         if d['state'] == states.D_BLANK and d['terminal_id'] in terms:
             home.append(d)
-        else:
+        elif d['state'] in COMING:
+            # On the road, or wiped away from home (the conductor sends
+            # it home). One still carrying a migration's data (SHIPPED,
+            # VERIFIED: its cleanup waits for the retention) is no
+            # device a demo can wait for.
             coming.append(d)
     return home, coming
 

@@ -89,6 +89,19 @@ class TestReady(base.DBTestCase):
         self.assertEqual('RETURNING', db.get(self.ctx, 'device',
                                              'D0')['state'])
 
+    def test_devices_still_carrying_a_seed_are_not_waited_for(self):
+        # A migration's devices at site B before its cleanup (CI: a demo
+        # after another test's migration waited 180 s for them).
+        device_actions.device_register(self.ctx, 'D0', 'term-a')
+        device_actions.device_register(self.ctx, 'D0', 'term-b')
+        with db.writer(self.ctx) as session:
+            db._get(session, 'device', 'D0').state = 'VERIFIED'
+        got = demo_devices.ready(self.ctx, self.dep, 'site-a', 1,
+                                 self.said.append, clock=FakeClock())
+        self.assertEqual(['usb-new-0'], [d['serial'] for d in got])
+        self.assertEqual(['  new blank device(s) at site-a: usb-new-0'],
+                         self.said)
+
     def test_wait_home_follows_their_events(self):
         self.away('D0')
         after = demo_devices.last_event(self.ctx)
