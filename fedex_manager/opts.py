@@ -6,6 +6,7 @@ import copy
 from oslo_config import cfg
 from oslo_db import options as db_options
 
+from fedex_manager.actions import forecast
 from fedex_manager import cinder
 from fedex_manager import keys
 from fedex_manager import nova
@@ -136,6 +137,7 @@ def register_opts(conf):
     rpc.register_opts(conf)
     nova.register_opts(conf)
     cinder.register_opts(conf)
+    forecast.register_opts(conf)
     db_options.set_defaults(conf)
 
 
@@ -147,4 +149,5 @@ def list_opts():
             ('shipment_keys', copy.deepcopy(keys.key_opts)),
             ('database', copy.deepcopy(db_options.database_opts)),
             (nova.GROUP, nova.list_opts()),
-            (cinder.GROUP, cinder.list_opts())]
+            (cinder.GROUP, cinder.list_opts()),
+            (forecast.GROUP, copy.deepcopy(forecast.planner_opts))]

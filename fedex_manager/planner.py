@@ -28,6 +28,11 @@ a fixed shipping time plus a per-VM time each way) it is
 ``ceil(fixed / (per_vm_wan - per_vm_fedex))``; the planner finds it by
 comparing both totals, which also covers the non-linear parts (devices
 filling up, the catch-up growing with the time spent shipping).
+
+This is the fleet planner, over figures a user gives. The forecast of one
+migration request, from that request's own servers, link and courier, is
+:mod:`fedex_manager.actions.forecast`; its memory copy and pause use
+:func:`memory_copy` here.
 """
 
 import dataclasses
@@ -129,6 +134,23 @@ def live_copy(bytes_, write_rate, bandwidth, downtime_budget, what='a VM'):
     pause = 0.0 if r == 0.0 else t
     return LiveCopy(time=total, wan_bytes=total * bandwidth, rounds=rounds,
                     pause=pause)
+
+
+def memory_copy(memory, dirty_rate, bandwidth, downtime_limit):
+    """QEMU's pre-copy of a guest's ``memory``; None if it never converges.
+
+    The rounds of :func:`live_copy` over the memory: the copy switches over
+    when what is left fits ``downtime_limit`` (QEMU's max downtime, Nova's
+    ``live_migration_downtime``), and that last round, sent with the guest
+    paused, is the memory's part of the pause. A guest that dirties its
+    memory at or above ``bandwidth`` never gets there (QEMU's stock
+    pre-copy runs until Nova's completion timeout): None.
+    """
+    if memory <= 0:
+        return LiveCopy(time=0.0, wan_bytes=0.0, rounds=0, pause=0.0)
+    if dirty_rate >= bandwidth:
+        return None
+    return live_copy(memory, dirty_rate, bandwidth, downtime_limit)
 
 
 @dataclasses.dataclass
@@ -359,9 +381,10 @@ _SIZE = {'': 1, 'b': 1, 'k': 10 ** 3, 'kb': 10 ** 3, 'm': 10 ** 6,
          'kib': 2 ** 10, 'mib': 2 ** 20, 'gib': 2 ** 30, 'tib': 2 ** 40}
 _RATE = {'bit/s': 1 / 8, 'kbit/s': 1e3 / 8, 'mbit/s': 1e6 / 8,
          'gbit/s': 1e9 / 8, 'b/s': 1, 'kb/s': 1e3, 'mb/s': 1e6, 'gb/s': 1e9,
-         'mib/s': 2 ** 20, 'gib/s': 2 ** 30, 'bps': 1 / 8, 'kbps': 1e3 / 8,
-         'mbps': 1e6 / 8, 'gbps': 1e9 / 8}
-_TIME = {'': 1, 's': 1, 'min': 60, 'm': 60, 'h': HOUR, 'd': DAY}
+         'kib/s': 2 ** 10, 'mib/s': 2 ** 20, 'gib/s': 2 ** 30, 'bps': 1 / 8,
+         'kbps': 1e3 / 8, 'mbps': 1e6 / 8, 'gbps': 1e9 / 8}
+_TIME = {'': 1, 'ms': 1e-3, 's': 1, 'min': 60, 'm': 60, 'h': HOUR,
+         'd': DAY}
 _NUMBER = re.compile(r'^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z/]*)\s*$',
                      re.IGNORECASE)
 
@@ -390,7 +413,7 @@ def parse_rate(text, field='rate'):
 
 
 def parse_duration(text, field='time'):
-    """'12h' -> 43200.0; a bare number is seconds."""
+    """'12h' -> 43200.0, '20ms' -> 0.02; a bare number is seconds."""
     return _parse(text, _TIME, field)
 
 

@@ -17,5 +17,13 @@ class PlanManager(resource.Collection):
         return self._create(resource.compact(
             vms=vms, wan_bandwidth=wan_bandwidth, **fields))
 
+    def forecast(self, migration, **fields):
+        """Compute and keep the forecast of a migration request.
+
+        ``migration``: a body of POST /v1/migrations (nothing is created);
+        ``fields``: name, dirty_rate, write_rate; None ones are left out.
+        """
+        return self._create(resource.compact(migration=migration, **fields))
+
     def delete(self, ident):
         self._delete(ident)

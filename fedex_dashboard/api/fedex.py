@@ -97,6 +97,12 @@ def plan_create(request, vms, wan_bandwidth, **link):
         return _client(request).plans.create(vms, wan_bandwidth, **link)
 
 
+def plan_forecast(request, migration, **fields):
+    """The forecast of a migration request (POST /v1/plans, migration)."""
+    with _failing('Unable to forecast the migration'):
+        return _client(request).plans.forecast(migration, **fields)
+
+
 def site_list(request):
     with _failing('Unable to list sites'):
         return _client(request).sites.list()

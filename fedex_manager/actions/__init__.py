@@ -11,6 +11,8 @@ One module per resource; callers import the one they need:
 ``devices``    devices registered, listed, shown, sent home, retired
 ``events``     the audit trail
 ``progress``   a migration's progress and allowed actions (as shown)
+``plans``      a migration request's forecast: its figures gathered
+``forecast``   the forecast's arithmetic, and its ``[planner]`` options
 =============  =========================================================
 
 Every function takes a :class:`fedex_manager.context.RequestContext` first

@@ -17,7 +17,8 @@ from lsrp import exception
 
 # A device's serial (fedex-api's schemas use it too). Checked here as well:
 # terminals report serials in their heartbeats, not through fedex-api.
-SERIAL = {'type': 'string', 'pattern': '^[A-Za-z0-9._:-]{1,128}$'}
+SERIAL = {'type': 'string', 'pattern': '^[A-Za-z0-9._:-]{1,128}$',
+          'description': 'a device serial (1-128 of A-Z a-z 0-9 . _ : -)'}
 _SERIAL = re.compile(SERIAL['pattern'])
 
 
@@ -28,7 +29,8 @@ def device_register(ctx, serial, terminal, capacity_bytes=0, slot=None,
     A device known already is where it says now; one on its way home (or
     LOST) arrives (:func:`fedex_manager.return_trip.arrived`).
     """
-    if not serial or not _SERIAL.match(serial):
+    # fullmatch: the pattern's $ also matches before a final newline.
+    if not serial or not _SERIAL.fullmatch(serial):
         inputs.bad('serial', '%r is not a device serial' % (serial,))
     term = db.get(ctx, 'terminal', terminal)
     try:

@@ -1,13 +1,17 @@
 """The audit trail: events by migration, resource, kind and time."""
 
-import datetime
-
 from fedex_manager.actions import inputs
 from fedex_manager.db import api as db
 
 
 def events_query(ctx, migration=None, resource_id=None, kind=None,
-                 since=None, limit=100, marker=None, sort_dir='asc'):
+                 since=None, limit=100, marker=None, sort_dir='asc',
+                 until=None):
+    """A page of events of a migration, a resource, a kind.
+
+    ``since`` and ``until`` (inclusive) bound their creation times (ISO
+    8601 text or datetimes).
+    """
     filters = {}
     if migration:
         filters['migration_id'] = db.migration_get(ctx, migration)['id']
@@ -15,10 +19,11 @@ def events_query(ctx, migration=None, resource_id=None, kind=None,
         filters['resource_id'] = resource_id
     if kind:
         filters['kind'] = kind
-    if since is not None and not isinstance(since, datetime.datetime):
+    times = {}
+    for name, value in (('since', since), ('until', until)):
         try:
-            since = db.utcfromiso(since)
+            times[name] = db.utcfromiso(value)
         except ValueError:
-            inputs.bad('since', '%r is not an ISO 8601 time' % (since,))
-    return db.events(ctx, filters, inputs.limit(limit), marker, since,
-                     sort_dir)
+            inputs.bad(name, '%r is not an ISO 8601 time' % (value,))
+    return db.events(ctx, filters, inputs.limit(limit), marker,
+                     times['since'], sort_dir, until=times['until'])

@@ -19,14 +19,30 @@ from fedex_manager import shipments
 from fedex_manager import states
 from lsrp import exception
 
-# An RBD image POOL/IMAGE (fedex-api's schemas use it too).
-IMAGE_SPEC = {'type': 'string',
-              'pattern': '^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$'}
+# An RBD image POOL/IMAGE (fedex-api's schemas use it too); at most the
+# length of its columns.
+IMAGE_SPEC = {'type': 'string', 'maxLength': 512,
+              'pattern': '^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$',
+              'description': 'an RBD image POOL/IMAGE'}
 _IMAGE_SPEC = re.compile(IMAGE_SPEC['pattern'])
 # The RBD image of a Cinder volume (the RBD driver's pool ``volumes``).
 CINDER_IMAGE = 'volumes/volume-%s'
 MIGRATION_FILTERS = ('state', 'project_id', 'source_site_id', 'dest_site_id',
                      'name')
+
+
+def _is_image(text):
+    # fullmatch: the pattern's $ also matches before a final newline.
+    return bool(text) and isinstance(text, str) and \
+        len(text) <= IMAGE_SPEC['maxLength'] and \
+        _IMAGE_SPEC.fullmatch(text) is not None
+
+
+def _not_image(text):
+    shown = repr(text)
+    return '%s is not POOL/IMAGE (at most %d characters)' % (
+        shown if len(shown) <= 60 else shown[:60] + '...',
+        IMAGE_SPEC['maxLength'])
 
 
 def _volumes_of(server, index, dest_pool_map):
@@ -41,17 +57,15 @@ def _volumes_of(server, index, dest_pool_map):
         if isinstance(v, str):
             v = {'source_image': v}
         src = v.get('source_image')
-        if not src or not _IMAGE_SPEC.match(src):
-            inputs.bad(field + '.source_image', '%r is not POOL/IMAGE'
-                       % (src,))
+        if not _is_image(src):
+            inputs.bad(field + '.source_image', _not_image(src))
         dest = v.get('dest_image')
         if dest is None:
             pool, name = src.split('/', 1)
             dest = '%s/%s' % (dest_pool_map.get(pool, pool), name)
         # A pool map may make a name no pool has.
-        if not _IMAGE_SPEC.match(dest):
-            inputs.bad(field + '.dest_image', '%r is not POOL/IMAGE'
-                       % (dest,))
+        if not _is_image(dest):
+            inputs.bad(field + '.dest_image', _not_image(dest))
         out.append(dict(server_id=server.get('server_id'),
                         volume_id=v.get('volume_id'),
                         kind=v.get('kind', 'volume'), source_image=src,

@@ -1,8 +1,12 @@
 """The middleware stack of fedex-api, assembled in code (no paste).
 
-Outermost first: request id -> auth (keystonemiddleware auth_token, or the
-noauth test middleware) -> context -> faults -> router.
+Outermost first: request id -> request line (UTF-8) -> auth
+(keystonemiddleware auth_token, or the noauth test middleware) -> context
+-> faults -> router. :func:`fedex_manager.api.deploy.build_app` puts the
+body size limit and ``/healthcheck`` in front.
 """
+
+import urllib.parse
 
 from keystonemiddleware import auth_token
 from oslo_log import log as logging
@@ -101,6 +105,31 @@ class FaultWrapper(object):
             return errors.from_exception(exc)
 
 
+class RequestLine(object):
+    """400 for a path or query string that is not UTF-8.
+
+    webob decodes both as UTF-8 wherever they are first read (in
+    auth_token, the context, the router or a handler), and raises there.
+    """
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        for part, text in (('path', environ.get('PATH_INFO', '')),
+                           ('query string', urllib.parse.unquote_to_bytes(
+                               environ.get('QUERY_STRING', '')))):
+            try:
+                (text if isinstance(text, bytes) else
+                 text.encode('latin-1')).decode('utf-8')
+            except UnicodeError as e:
+                resp = errors.response(
+                    400, ['the %s is not UTF-8 text (%s)' % (part, e)],
+                    'fedex.bad_request')
+                return resp(environ, start_response)
+        return self.app(environ, start_response)
+
+
 class ContextMiddleware(object):
     """The request context, from the headers auth_token checked and set."""
 
@@ -154,5 +183,6 @@ def deploy(conf):
         # other route is refused with 401 by ContextMiddleware.
         app = auth_token.AuthProtocol(app, {'delay_auth_decision': True,
                                             'oslo_config_config': conf})
+    app = RequestLine(app)
     app = request_id.RequestId(app)
     return app

@@ -3,7 +3,9 @@
 ``/healthcheck`` is oslo.middleware's healthcheck, in front of the API's
 stack: a load balancer asks it without a token (``[healthcheck]`` options;
 ``backends = disable_by_file`` takes a fedex-api out of rotation by a
-file).
+file). Then oslo.middleware's body size limit (``[oslo_middleware]
+max_request_body_size``): a larger body is refused with 413 before anything
+reads it.
 """
 
 import os
@@ -11,8 +13,11 @@ import os
 from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_middleware import healthcheck
+from oslo_middleware import sizelimit
+import webob.dec
 
 from fedex_manager.api import app as app_mod
+from fedex_manager.api import errors
 from fedex_manager.api import opts as api_opts
 from fedex_manager.conductor import jobboard
 from fedex_manager.db import api as db
@@ -44,9 +49,28 @@ class HealthcheckMount(object):
         return self.app(environ, start_response)
 
 
+class BodySizeLimit(sizelimit.RequestBodySizeLimiter):
+    """oslo.middleware's limit; its 413 in the API's error format.
+
+    It refuses a Content-Length over the limit at once, and a body without
+    one (chunked) when a handler reads past the limit.
+    """
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        resp = req.get_response(super().__call__)
+        if resp.status_int != 413:
+            return resp
+        return errors.response(
+            413, ['the body is larger than %d bytes ([oslo_middleware] '
+                  'max_request_body_size)'
+                  % self._conf_get('max_request_body_size')],
+            'fedex.request_entity_too_large')
+
+
 def build_app(conf):
     """The WSGI application of fedex-api for ``conf`` (already parsed)."""
-    return HealthcheckMount(app_mod.deploy(conf), conf)
+    return HealthcheckMount(BodySizeLimit(app_mod.deploy(conf), conf), conf)
 
 
 def init_application(conf=cfg.CONF, config_files=None):

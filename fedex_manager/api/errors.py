@@ -16,7 +16,8 @@ LOG = logging.getLogger(__name__)
 
 TITLES = {400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
           404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-          415: 'Unsupported Media Type', 500: 'Internal Server Error'}
+          413: 'Request Entity Too Large', 415: 'Unsupported Media Type',
+          500: 'Internal Server Error'}
 
 
 class HTTPError(Exception):

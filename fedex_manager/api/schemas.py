@@ -10,10 +10,21 @@ from fedex_manager.actions import migrations
 from fedex_manager.actions import shipping
 from fedex_manager import options
 
-NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255}
-ID = {'type': 'string', 'minLength': 1, 'maxLength': 64}
+# Names and ids are shown in tables and logs (a terminal's is in its RPC
+# topic): no control characters (a newline, a NUL). Lengths: their columns'.
+_PRINTABLE = '^[^\\x00-\\x1f\\x7f]*$'
+NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+        'pattern': _PRINTABLE,
+        'description': 'a name without control characters'}
+ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
+      'pattern': _PRINTABLE, 'description': 'an id without control characters'}
 NONNEG_INT = {'type': 'integer', 'minimum': 0}
+# An INTEGER column (32 bits in MySQL): a slot, a count of slots, a
+# carrier's event number.
+SMALL_INT = {'type': 'integer', 'minimum': 0, 'maximum': 2 ** 31 - 1}
 TIMESTAMP = {'type': 'string', 'format': 'date-time', 'minLength': 10}
+POOL = {'type': 'string', 'maxLength': 255,
+        'pattern': '^[A-Za-z0-9_.-]+$', 'description': 'an RBD pool name'}
 
 # shipment_group is given by a wave made in one shipment
 # (actions.migrations.migrations_create), not by an API caller.
@@ -62,8 +73,8 @@ MIGRATION_CREATE = {
         'dest_host': NAME,
         'source_terminal': NAME,
         'dest_terminal': NAME,
-        'pool_map': {'type': 'object',
-                     'additionalProperties': {'type': 'string'}},
+        'pool_map': {'type': 'object', 'propertyNames': POOL,
+                     'additionalProperties': POOL},
         'options': OPTIONS,
     },
 }
@@ -99,11 +110,10 @@ SHIPMENT_EVENT = {
     'type': 'object', 'additionalProperties': False, 'required': ['event'],
     'properties': {
         'event': {'enum': CARRIER_EVENTS},
-        'tracking_number': {'type': 'string', 'minLength': 1,
-                            'maxLength': 128},
+        'tracking_number': dict(NAME, maxLength=128),
         'location': {'type': 'string', 'maxLength': 255},
         'occurred_at': TIMESTAMP,
-        'seq': {'type': 'integer', 'minimum': 0},
+        'seq': SMALL_INT,
         'devices_missing': {'type': 'array', 'items': {'type': 'string'}},
         'details': {'type': 'object'},
     },
@@ -118,7 +128,7 @@ DEVICE_CREATE = {
     'required': ['serial', 'capacity_bytes', 'terminal'],
     'properties': {'serial': devices.SERIAL,
                    'capacity_bytes': {'type': 'integer', 'minimum': 1},
-                   'terminal': NAME, 'slot': NONNEG_INT,
+                   'terminal': NAME, 'slot': SMALL_INT,
                    'path': {'type': 'string', 'maxLength': 1024}},
 }
 
@@ -142,7 +152,7 @@ TERMINAL_CREATE = {
     'required': ['name', 'site'],
     'properties': {'name': NAME, 'site': NAME,
                    'rpc_topic': NAME, 'lsrp_address': NAME,
-                   'capacity_bytes': NONNEG_INT, 'slots': NONNEG_INT},
+                   'capacity_bytes': NONNEG_INT, 'slots': SMALL_INT},
 }
 
 TERMINAL_HEALTH = {
@@ -187,4 +197,13 @@ PLAN_CREATE = {
         'curve': {'type': 'array', 'maxItems': 200,
                   'items': {'type': 'integer', 'minimum': 1}},
     },
+}
+
+# POST /v1/plans with a migration request: the forecast of that request
+# (fedex_manager.actions.plans); the guests' rates when known.
+PLAN_FORECAST = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['migration'],
+    'properties': {'name': NAME, 'migration': MIGRATION_CREATE,
+                   'dirty_rate': SIZE, 'write_rate': SIZE},
 }

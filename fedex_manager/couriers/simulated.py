@@ -104,6 +104,14 @@ class SimulatedCourier(object):
                         'devices_missing': plan.get('lose_devices') or []})
         return [e for e in due if e['seq'] > plan.get('sent', 0)]
 
+    def transit_time(self):
+        """Seconds from dispatch to delivery on the default timetable.
+
+        The forecast of a migration request reads it
+        (:mod:`fedex_manager.actions.plans`).
+        """
+        return float(CONF.simulated_courier.timetable.get('deliver', 0))
+
     def sent(self, shipment, seq):
         plan = self._load(shipment)
         plan['sent'] = max(plan.get('sent', 0), seq)

@@ -35,9 +35,10 @@ def add_event(ctx, resource_type, resource_id, kind, message,
 
 
 def events(ctx, filters=None, limit=None, marker=None, since=None,
-           sort_dir='asc'):
-    """Events matching ``filters``, by id; ``since``: created then or later.
+           sort_dir='asc', until=None):
+    """Events matching ``filters``, by id.
 
+    ``since``: created then or later; ``until``: then or earlier.
     ``marker``: the id of the event the page starts after.
     """
     table = models.Event.__table__
@@ -45,6 +46,8 @@ def events(ctx, filters=None, limit=None, marker=None, since=None,
                              filters)
     if since is not None:
         query = query.where(table.c.created_at >= since)
+    if until is not None:
+        query = query.where(table.c.created_at <= until)
     pagination.check_sort(table, 'event', 'id', sort_dir)
     query = pagination.paginate(
         query, table, 'id', sort_dir,

@@ -18,10 +18,18 @@ def iso(value):
 
 
 def utcfromiso(text):
-    """A stored time from ISO 8601 text (with or without a Z); None stays."""
+    """A stored time from ISO 8601 text (with or without a Z); None stays.
+
+    A time with a zone is converted to UTC (ValueError when that is out of
+    the range of times).
+    """
     if text is None:
         return None
-    if isinstance(text, datetime.datetime):
-        return text.replace(tzinfo=None)
-    return datetime.datetime.fromisoformat(
-        text.rstrip('Z')).replace(tzinfo=None)
+    value = text if isinstance(text, datetime.datetime) else \
+        datetime.datetime.fromisoformat(text.rstrip('Z'))
+    if value.tzinfo is not None:
+        try:
+            value = value.astimezone(datetime.timezone.utc)
+        except OverflowError:
+            raise ValueError('%s is out of the range of times' % text)
+    return value.replace(tzinfo=None)

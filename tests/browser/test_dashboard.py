@@ -229,11 +229,15 @@ class TestDashboard(base.BrowserTestCase):
         b.fill('#id_rate_cap', str(RATE_CAP_MIB))
         b.fill('#id_threshold_mib', THRESHOLD_MIB)
         b.fill('#id_max_rounds', str(MAX_ROUNDS))
-        b.fill('#id_disk_gib', '500')
-        b.fill('#id_wan_mbit', '44.76')
+        # The forecast reads the server's disk, memory and the link itself;
+        # the writer's rate is what only the test knows.
+        b.fill('#id_write_mib', '4')
         b.click('#fedex-preview')
         b.find('.fedex-plan')
         self.assertIn('Recommended', b.text())
+        self.assertIn('Assumes', b.text())
+        # 4 MiB/s of writes against the 1 MiB/s cap: said before it starts.
+        self.assertIn('the catch-up will not converge', b.text())
         b.shot('create-with-plan-preview')
         b.click('input.btn-primary[type="submit"]')
         b.wait(lambda d: d.current_url.rstrip('/').endswith(

@@ -6,11 +6,42 @@ from unittest import mock
 from django import urls
 
 from fedex_dashboard.api import fedex
+from fedex_dashboard.content.migrations import forms as m_forms
 from tests.horizon import base
 
 API = 'fedex_dashboard.api.fedex.'
 INDEX = urls.reverse_lazy('horizon:project:fedex_migrations:index')
 CREATE = urls.reverse_lazy('horizon:project:fedex_migrations:create')
+
+
+# POST /v1/plans' forecast of a request: server a (1 GiB disk, 512 MiB of
+# memory) and b, whose guest dirties memory faster than the link.
+FORECAST = {
+    'kind': 'forecast', 'recommended': 'wan', 'break_even_vms': None,
+    'catch_up': {'rounds': 3, 'converges': True},
+    'wan': {'way': 'wan', 'total_time': 163.8, 'expected_pause': 0.514,
+            'wan_bytes': 1.5 * 1024 ** 3, 'devices': 0, 'shipments': 0},
+    'fedex': {'way': 'fedex', 'total_time': 86594.3, 'expected_pause': 1.281,
+              'wan_bytes': 1.5 * 1024 ** 3, 'devices': 3, 'shipments': 1},
+    'servers': [
+        {'server_id': 'a', 'allocated_bytes': 1024 ** 3,
+         'memory_bytes': 512 * 1024 ** 2, 'dirty_rate': 1e6,
+         'memory_copy_seconds': 46.7, 'pause_seconds': 1.281,
+         'converges': True},
+        {'server_id': 'b', 'allocated_bytes': 1024 ** 3,
+         'memory_bytes': 512 * 1024 ** 2, 'dirty_rate': 25e6,
+         'memory_copy_seconds': None, 'pause_seconds': None,
+         'converges': False}],
+    'assumes': {
+        'expected_pause': 'Server a: 512 MiB of memory (flavor m1.mini). '
+                          'Memory dirtied at 0.95 MiB/s: a default '
+                          '([planner] default_dirty_rate), not measured.',
+        'devices': '3 device(s) per shipment (parity 1), 8.00 GiB of data '
+                   'each on term-a blank devices.',
+        'catch_up': 'Rounds until the next would send 8.00 MiB or less '
+                    '(threshold_bytes), at most 10 (max_rounds).'},
+    'warnings': ['server b will not converge: its guest dirties memory at '
+                 '200.00 Mbit/s, the link carries 100.00 Mbit/s']}
 
 
 def detail(ident, ns='project'):
@@ -185,27 +216,57 @@ class ProjectMigrationsTests(base.TestCase):
         self.assertRedirectsNoFollow(res, str(INDEX))
 
     @mock.patch(API + 'migration_create')
-    @mock.patch(API + 'plan_create')
-    def test_preview_plans_without_creating(self, m_plan, m_create, _sites):
-        m_plan.return_value = {
+    @mock.patch(API + 'plan_forecast')
+    def test_preview_forecasts_this_request(self, m_plan, m_create, _sites):
+        m_plan.return_value = FORECAST
+        res = self.client.post(CREATE, {
+            'servers': 'a, b\nc', 'source_site': 'site-a',
+            'dest_site': 'site-b', 'cutover': 'approved', 'rate_cap': 10,
+            'write_mib': 1, 'preview': '1'})
+        m_create.assert_not_called()
+        # The request itself, as Create would send it: fedex-api reads the
+        # servers' disks and memory, the link, the courier, the devices.
+        m_plan.assert_called_once_with(
+            mock.ANY, {'servers': ['a', 'b', 'c'], 'source_site': 'site-a',
+                       'dest_site': 'site-b',
+                       'options': {'cutover': 'approved',
+                                   'rate_cap': 10 * 1024 ** 2}},
+            write_rate=1024 ** 2)
+        html = res.content.decode()
+        self.assertIn('class="fedex-recommended">wan<', html)
+        self.assertIn('2m 43s', html)               # WAN only, total
+        self.assertIn('1d 0h', html)                # FedEx, total
+        self.assertIn('1.5 GiB', html)              # 1 GiB disk + 512 MiB
+        self.assertNotIn('509.5 GiB', html)
+        self.assertIn('0.51 s', html)               # pause, WAN only
+        self.assertIn('1.28 s', html)               # pause, FedEx
+        # Every figure says what it assumes.
+        self.assertIn('Server a: 512 MiB of memory (flavor m1.mini).', html)
+        self.assertIn('Memory dirtied at 0.95 MiB/s: a default', html)
+        self.assertIn('3 device(s) per shipment (parity 1)', html)
+        self.assertIn('Catch-up rounds', html)
+        self.assertIn('at most 10 (max_rounds)', html)
+        # Per server: its memory copy and pause; b never converges.
+        self.assertIn('class="table table-condensed fedex-plan-servers"',
+                      html)
+        self.assertIn('46s', html)                  # a's memory copy
+        self.assertIn('never converges', html)
+        self.assertIn('class="danger"', html)
+        self.assertIn('fedex-plan-warning', html)
+        self.assertIn('server b will not converge', html)
+
+    def test_plan_rows_of_a_fleet_plan(self, _sites):
+        rows = m_forms.plan_rows({
             'wan': {'total_time': 9 * 86400, 'expected_pause': 1.0,
                     'wan_bytes': 500 * 1024 ** 3, 'devices': 0, 'cost': 5.0},
             'fedex': {'total_time': 2 * 86400, 'expected_pause': 1.0,
                       'wan_bytes': 20 * 1024 ** 3, 'devices': 2,
-                      'cost': 90.0},
-            'recommended': 'fedex', 'break_even_vms': 7}
-        res = self.client.post(CREATE, {
-            'servers': 'a, b\nc', 'source_site': 'site-a',
-            'dest_site': 'site-b', 'cutover': 'approved', 'disk_gib': 10,
-            'write_mib': 1, 'wan_mbit': 80, 'preview': '1'})
-        m_create.assert_not_called()
-        m_plan.assert_called_once_with(
-            mock.ANY, [{'size': 10 * 1024 ** 3, 'write_rate': 1024 ** 2,
-                        'count': 3}], 10e6)
-        html = res.content.decode()
-        self.assertIn('class="fedex-recommended">fedex<', html)
-        self.assertIn('9d 0h', html)
-        self.assertIn('2d 0h', html)
+                      'cost': 90.0}})
+        self.assertEqual(('Total time', '9d 0h', '2d 0h', ''), tuple(
+            str(x) for x in rows[0]))
+        self.assertEqual(('Expected pause', '1.00 s', '1.00 s', ''), tuple(
+            str(x) for x in rows[1]))
+        self.assertEqual([], m_forms.server_rows({}))
 
     @mock.patch(API + 'migration_create')
     def test_create(self, m_create, _sites):

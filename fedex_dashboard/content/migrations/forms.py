@@ -1,4 +1,10 @@
-"""Create a migration, with a plan preview from POST /v1/plans first."""
+"""Create a migration, with a preview of its forecast first.
+
+The preview is the forecast of this very request (POST /v1/plans with the
+migration's body): fedex-api reads the servers' disks and memory, the
+link between the two sites, the courier's timetable and the devices, and
+says what each figure assumes.
+"""
 
 from django.utils.translation import gettext_lazy as _
 
@@ -9,12 +15,25 @@ from horizon import messages
 from fedex_dashboard.api import fedex
 from fedex_dashboard.content import units
 
-GIB = 1024 ** 3
 MIB = 1024 ** 2
 
 
 def _server_ids(text):
     return [s for s in text.replace(',', ' ').split() if s]
+
+
+def _options(data):
+    """The migration's options from the form, as fedex-api takes them."""
+    options = {'cutover': data['cutover']}
+    if data.get('downtime_budget'):
+        options['downtime_budget'] = data['downtime_budget']
+    if data.get('rate_cap'):
+        options['rate_cap'] = int(data['rate_cap'] * MIB)
+    if data.get('threshold_mib') is not None:
+        options['threshold_bytes'] = int(data['threshold_mib'] * MIB)
+    if data.get('max_rounds'):
+        options['max_rounds'] = data['max_rounds']
+    return options
 
 
 class CreateMigrationForm(forms.SelfHandlingForm):
@@ -46,17 +65,19 @@ class CreateMigrationForm(forms.SelfHandlingForm):
         help_text=_('Ready for cutover after this many rounds even if '
                     'the servers write faster than the WAN sends '
                     '(default 10).'))
-    # Inputs of the plan preview only (the migration itself reads the real
-    # sizes and write rates from the source cluster).
-    disk_gib = forms.FloatField(
-        label=_('Disk size per server (GiB), for the preview'),
-        required=False, min_value=0.001, initial=50)
+    # What fedex-api cannot read: the guests' rates. Left empty, the
+    # preview takes its stated defaults.
     write_mib = forms.FloatField(
-        label=_('Write rate per server (MiB/s), for the preview'),
-        required=False, min_value=0, initial=0.1)
-    wan_mbit = forms.FloatField(
-        label=_('WAN bandwidth (Mbit/s), for the preview'), required=False,
-        min_value=0.001, initial=100)
+        label=_('Disk write rate per server (MiB/s), for the preview'),
+        required=False, min_value=0,
+        help_text=_('Distinct blocks written per second, if you know it; '
+                    'otherwise the forecast says which default it took.'))
+    dirty_mib = forms.FloatField(
+        label=_('Memory dirty rate per server (MiB/s), for the preview'),
+        required=False, min_value=0,
+        help_text=_('Memory the guest dirties per second (virsh '
+                    'domdirtyrate-calc), if you know it. A guest dirtying '
+                    'faster than the link never converges.'))
 
     def __init__(self, request, *args, **kwargs):
         super().__init__(request, *args, **kwargs)
@@ -82,36 +103,34 @@ class CreateMigrationForm(forms.SelfHandlingForm):
         return data
 
     def preview(self, request, data):
-        """POST /v1/plans for these servers; kept in self.plan."""
-        count = len(_server_ids(data['servers']))
-        vm = {'size': int((data.get('disk_gib') or 50) * GIB),
-              'write_rate': int((data.get('write_mib') or 0) * MIB),
-              'count': count}
-        wan = (data.get('wan_mbit') or 100) * 1e6 / 8
+        """The forecast of this request; kept in self.plan."""
+        migration = {'servers': _server_ids(data['servers']),
+                     'source_site': data['source_site'],
+                     'dest_site': data['dest_site'],
+                     'options': _options(data)}
+        if data.get('name'):
+            migration['name'] = data['name']
+        rates = {}
+        for field, key in (('write_mib', 'write_rate'),
+                           ('dirty_mib', 'dirty_rate')):
+            if data.get(field) is not None:
+                rates[key] = int(data[field] * MIB)
         try:
-            plan = fedex.plan_create(request, [vm], wan)
+            plan = fedex.plan_forecast(request, migration, **rates)
         except fedex.FedexAPIError as e:
             exceptions.handle(request, str(e))
             return False
         self.plan = plan
-        return False        # show the form again, with the plan
+        return False        # show the form again, with the forecast
 
     def handle(self, request, data):
         if 'preview' in request.POST:
             return self.preview(request, data)
-        options = {'cutover': data['cutover']}
-        if data.get('downtime_budget'):
-            options['downtime_budget'] = data['downtime_budget']
-        if data.get('rate_cap'):
-            options['rate_cap'] = int(data['rate_cap'] * MIB)
-        if data.get('threshold_mib') is not None:
-            options['threshold_bytes'] = int(data['threshold_mib'] * MIB)
-        if data.get('max_rounds'):
-            options['max_rounds'] = data['max_rounds']
         try:
             m = fedex.migration_create(
                 request, _server_ids(data['servers']), data['source_site'],
-                data['dest_site'], name=data.get('name'), options=options)
+                data['dest_site'], name=data.get('name'),
+                options=_options(data))
         except fedex.FedexAPIError as e:
             exceptions.handle(request, str(e))
             return False
@@ -121,22 +140,55 @@ class CreateMigrationForm(forms.SelfHandlingForm):
         return m
 
 
+def _pause(seconds):
+    return '%.2f s' % seconds
+
+
+# The rows of the preview: the figure, its label, its format.
+FIGURES = (('total_time', _('Total time'), units.duration),
+           ('expected_pause', _('Expected pause'), _pause),
+           ('wan_bytes', _('Bytes over the WAN'), units.size),
+           ('devices', _('Devices'), str),
+           ('shipments', _('Shipments'), str),
+           ('cost', _('Cost'), lambda v: '%.2f' % v))
+
+
 def plan_rows(plan):
-    """The preview as (label, WAN, FedEx) rows for the template."""
+    """The preview as (label, WAN, FedEx, what it assumes) rows."""
     if not plan:
         return []
     rows = []
     wan, ship = plan.get('wan') or {}, plan.get('fedex') or {}
-    for key, label, fmt in (
-            ('total_time', _('Total time'), units.duration),
-            ('expected_pause', _('Expected pause'), units.duration),
-            ('wan_bytes', _('Bytes over the WAN'), units.size),
-            ('devices', _('Devices'), str),
-            ('shipments', _('Shipments'), str),
-            ('cost', _('Cost'), lambda v: '%.2f' % v)):
+    assumes = plan.get('assumes') or {}
+    for key, label, fmt in FIGURES:
         if key in wan or key in ship:
             rows.append((label,
                          fmt(wan[key]) if wan.get(key) is not None else '-',
                          fmt(ship[key]) if ship.get(key) is not None
-                         else '-'))
+                         else '-', assumes.get(key, '')))
+    catch = plan.get('catch_up')
+    if catch:
+        rounds = str(catch['rounds'])
+        if not catch.get('converges', True):
+            rounds = _('%s (not converged)') % rounds
+        rows.append((_('Catch-up rounds'), '-', rounds,
+                     assumes.get('catch_up', '')))
+    return rows
+
+
+def server_rows(plan):
+    """Each server's memory copy and pause (FedEx), for the template."""
+    rows = []
+    for s in (plan or {}).get('servers') or []:
+        copy = s.get('memory_copy_seconds')
+        pause = s.get('pause_seconds')
+        rows.append({
+            'server_id': s.get('server_id'),
+            'disk': units.size(s.get('allocated_bytes')),
+            'memory': units.size(s.get('memory_bytes')),
+            'dirty_rate': units.rate(s.get('dirty_rate')),
+            'memory_copy': units.duration(copy) if copy is not None
+            else _('never converges'),
+            'pause': _pause(pause) if pause is not None else '-',
+            'converges': s.get('converges', True)})
     return rows

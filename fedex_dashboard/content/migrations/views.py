@@ -101,8 +101,9 @@ class CreateView(forms.ModalFormView):
         return self.get_success_url()
 
     def form_invalid(self, form):
-        # Also reached after a preview: the form again, with the plan.
+        # Also reached after a preview: the form again, with the forecast.
         context = self.get_context_data(form=form)
         context['plan'] = form.plan
         context['plan_rows'] = m_forms.plan_rows(form.plan)
+        context['server_rows'] = m_forms.server_rows(form.plan)
         return self.render_to_response(context)

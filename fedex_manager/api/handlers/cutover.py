@@ -34,16 +34,26 @@ EVENT_SCHEMA = {
 
 
 def _cluster(site):
-    """fsid and v1 monitor addresses (what QEMU's librbd is given)."""
+    """fsid and v1 monitor addresses (what QEMU's librbd is given).
+
+    A site registered without a readable ceph.conf is the operator's to
+    fix: 409 naming the site and its file (not a 500 of ours).
+    """
+    if not site['ceph_conf']:
+        raise exception.Conflict(
+            kind='site', id=site['name'], reason='registered without '
+            'ceph_conf: the cutover plan needs its cluster\'s monitors')
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
         with open(site['ceph_conf']) as f:
             parser.read_file(f)
-    except (OSError, TypeError, configparser.Error) as e:
-        raise exception.ManagerError(
-            reason='site %s: cannot read its ceph.conf %s: %s' % (
-                site['name'], site['ceph_conf'], e))
-    conf = {k.replace(' ', '_'): v for k, v in parser['global'].items()}
+        conf = {k.replace(' ', '_'): v for k, v in parser['global'].items()}
+    except (OSError, ValueError, KeyError, configparser.Error) as e:
+        raise exception.Conflict(
+            kind='site', id=site['name'], reason='cannot read the monitors '
+            'of its cluster from its ceph.conf %s: %s' % (
+                site['ceph_conf'], 'no [global] section'
+                if isinstance(e, KeyError) else e))
     mon_host = conf.get('mon_host', '')
     monitors = re.findall(r'v1:([^,\]\s]+)', mon_host)
     if not monitors:

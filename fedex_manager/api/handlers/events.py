@@ -37,22 +37,32 @@ def list_(req):
         resource = db.get(ctx, 'shipment', util.query(req, 'shipment'))['id']
     elif util.query(req, 'device'):
         resource = db.get(ctx, 'device', util.query(req, 'device'))['id']
-    until = util.query(req, 'until')
-    if until:
-        try:
-            db.utcfromiso(until)
-        except ValueError:
-            raise errors.HTTPError(
-                400, 'query parameter until: %r is not an ISO 8601 time'
-                % until)
     items = event_actions.events_query(
         ctx, migration=migration, resource_id=resource,
-        kind=util.query(req, 'type'), since=util.query(req, 'since'),
-        limit=paging['limit'], marker=paging['marker'],
-        sort_dir=paging['sort_dir'])
-    if until:
-        items = [e for e in items if (e.get('created_at') or '') <= until]
+        kind=util.query(req, 'type'), since=_time(req, 'since'),
+        until=_time(req, 'until'), limit=paging['limit'],
+        marker=_marker(req), sort_dir=paging['sort_dir'])
     return util.list_response(req, 'events', items, paging)
+
+
+def _time(req, name):
+    """A time query parameter (ISO 8601; with a zone, converted to UTC)."""
+    text = util.query(req, name)
+    try:
+        return db.utcfromiso(text)
+    except ValueError:
+        raise errors.HTTPError(
+            400, 'query parameter %s: %s is not an ISO 8601 time'
+            % (name, util.quoted(text)))
+
+
+def _marker(req):
+    """Events page by their ids: integers (past any number)."""
+    marker = util.query(req, 'marker', kind=int)
+    if marker is not None and not 0 <= marker <= util.INT_RANGE[1]:
+        raise errors.HTTPError(
+            400, 'query parameter marker: %d is not an event id' % marker)
+    return marker
 
 
 def create(req):

@@ -2,10 +2,17 @@
 
 POST computes a plan and stores it (the request, the parsed inputs and
 the result) in the caller's project; GET lists them (newest first,
-summaries) and shows one whole; DELETE forgets one.
+summaries) and shows one whole; DELETE forgets one. A POST with
+``migration`` (a body of POST /v1/migrations) is the forecast of that
+request, from its own servers, link and courier
+(:mod:`fedex_manager.actions.plans`); one with ``vms`` is the fleet
+planner's, from the figures given.
 """
 
+from fedex_manager.actions import plans as plan_actions
+from fedex_manager.api import errors
 from fedex_manager.api import handlers
+from fedex_manager.api.handlers import migrations as migration_handlers
 from fedex_manager.api import schemas
 from fedex_manager.api import util
 from fedex_manager.db import api as db
@@ -48,10 +55,41 @@ def build(body):
     return vms, planner.Link(**link)
 
 
+def forecast(ctx, body):
+    """The forecast of ``body['migration']``: (result, inputs, servers)."""
+    request = body['migration']
+    # The servers' images and the volumes' source site as a POST
+    # /v1/migrations of the same body would read them.
+    servers = (migration_handlers._servers(request)
+               if request.get('servers') else [])
+    volumes = migration_handlers._detached(request)
+    if not servers and not volumes:
+        raise errors.HTTPError(400, 'invalid body field migration.servers: '
+                               'a migration needs servers or volumes')
+    request = dict(request, source_site=request.get('source_site') or
+                   migration_handlers._volumes_site(volumes))
+    result = plan_actions.request_forecast(
+        ctx, request, servers, volumes, cloud=migration_handlers._cloud(),
+        dirty_rate=body.get('dirty_rate'), write_rate=body.get('write_rate'))
+    inputs = {'servers': result['servers'], 'link': result['link'],
+              'assumes': result['assumes']}
+    return result, inputs, len(result['servers'])
+
+
+def _body(req):
+    """The body, checked against the fleet plan's or the forecast's schema."""
+    raw = util.extract_json(req, {'type': 'object'})
+    return util.extract_json(req, schemas.PLAN_FORECAST if 'migration' in raw
+                             else schemas.PLAN_CREATE)
+
+
 def create(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.PLAN_CREATE)
-    body = util.extract_json(req, schemas.PLAN_CREATE)
+    body = _body(req)
+    if 'migration' in body:
+        result, inputs, count = forecast(ctx, body)
+        return _store(req, ctx, body, result, inputs, count)
     vms, link = build(body)
     result = planner.plan(vms, link).as_dict()
     inputs = {'vms': [vars(v) for v in vms], 'link': vars(link)}
@@ -60,11 +98,15 @@ def create(req):
         result['curve'] = [{'vms': c, 'wan_seconds': w, 'fedex_seconds': f}
                            for c, w, f in planner.curve(average, link,
                                                         body['curve'])]
+    return _store(req, ctx, body, result, inputs,
+                  sum(v.count for v in vms))
+
+
+def _store(req, ctx, body, result, inputs, count):
     row = db.create(ctx, 'plan', {
         'name': body.get('name'), 'project_id': ctx.project_id,
         'user_id': ctx.user_id, 'recommended': result.get('recommended'),
-        'vms': sum(v.count for v in vms), 'request': body,
-        'inputs': inputs, 'result': result})
+        'vms': count, 'request': body, 'inputs': inputs, 'result': result})
     return util.json_response(201, {'plan': _whole(row)},
                               location='%s/%s' % (req.path_url, row['id']))
 

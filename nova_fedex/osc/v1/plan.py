@@ -112,14 +112,21 @@ def plan_rows(plan):
         ('wan_expected_pause', _d(wan['expected_pause'])),
         ('fedex_expected_pause', _d(fx['expected_pause'])),
         ('devices', fx['devices']),
-        ('wan_bytes_wan_only', int(wan['wan_bytes'])),
-        ('wan_bytes_fedex', int(fx['wan_bytes'])),
-        ('cost_wan_only', round(wan['cost'], 2)),
-        ('cost_fedex', round(fx['cost'], 2)),
-        ('break_even_vms', plan['break_even_vms']),
-        ('break_even_vms_cost', plan['break_even_vms_cost']),
+        ('wan_bytes_wan_only', _n(wan['wan_bytes'], int)),
+        ('wan_bytes_fedex', _n(fx['wan_bytes'], int)),
+        # A forecast of a migration request has no prices, but warnings.
+        ('cost_wan_only', _n(wan.get('cost'), lambda v: round(v, 2))),
+        ('cost_fedex', _n(fx.get('cost'), lambda v: round(v, 2))),
+        ('break_even_vms', plan.get('break_even_vms')),
+        ('break_even_vms_cost', plan.get('break_even_vms_cost')),
     ]
+    if plan.get('warnings'):
+        rows.append(('warnings', '\n'.join(plan['warnings'])))
     return rows
+
+
+def _n(value, fmt):
+    return '-' if value is None else fmt(value)
 
 
 class ListPlan(command.Lister):
