@@ -87,16 +87,30 @@ def _volumes_site(volumes):
     return sites.pop()
 
 
+def read_request(body, field='servers'):
+    """A migration's request as create reads it: (servers, volumes, site).
+
+    The forecast of a plan (``handlers/plans.py``) reads its ``migration``
+    the same way; ``field`` names the servers in its refusal.
+    """
+    servers = _servers(body) if body.get('servers') else []
+    volumes = _detached(body)
+    if not servers and not volumes:
+        raise errors.HTTPError(400, 'invalid body field %s: a migration '
+                               'needs servers or volumes' % field)
+    return servers, volumes, body.get('source_site') or _volumes_site(volumes)
+
+
+def cloud():
+    """Nova, Cinder and Placement of ``[nova]`` (one per process), or None."""
+    return _cloud()
+
+
 def create(req):
     ctx = handlers.context(req)
     policy.authorize(ctx, rules.CREATE)
     body = util.extract_json(req, schemas.MIGRATION_CREATE)
-    servers = _servers(body) if body.get('servers') else []
-    volumes = _detached(body)
-    if not servers and not volumes:
-        raise errors.HTTPError(400, 'invalid body field servers: a '
-                               'migration needs servers or volumes')
-    source_site = body.get('source_site') or _volumes_site(volumes)
+    servers, volumes, source_site = read_request(body)
     options = body.get('options') or {}
     # Detached volumes are checked like a server's images (their sizes,
     # room at the destination), as one pseudo-server.

@@ -10,7 +10,6 @@ planner's, from the figures given.
 """
 
 from fedex_manager.actions import plans as plan_actions
-from fedex_manager.api import errors
 from fedex_manager.api import handlers
 from fedex_manager.api.handlers import migrations as migration_handlers
 from fedex_manager.api import schemas
@@ -60,16 +59,11 @@ def forecast(ctx, body):
     request = body['migration']
     # The servers' images and the volumes' source site as a POST
     # /v1/migrations of the same body would read them.
-    servers = (migration_handlers._servers(request)
-               if request.get('servers') else [])
-    volumes = migration_handlers._detached(request)
-    if not servers and not volumes:
-        raise errors.HTTPError(400, 'invalid body field migration.servers: '
-                               'a migration needs servers or volumes')
-    request = dict(request, source_site=request.get('source_site') or
-                   migration_handlers._volumes_site(volumes))
+    servers, volumes, source_site = migration_handlers.read_request(
+        request, field='migration.servers')
+    request = dict(request, source_site=source_site)
     result = plan_actions.request_forecast(
-        ctx, request, servers, volumes, cloud=migration_handlers._cloud(),
+        ctx, request, servers, volumes, cloud=migration_handlers.cloud(),
         dirty_rate=body.get('dirty_rate'), write_rate=body.get('write_rate'))
     inputs = {'servers': result['servers'], 'link': result['link'],
               'assumes': result['assumes']}
