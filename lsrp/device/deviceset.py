@@ -277,6 +277,13 @@ class DeviceSet(object):
             if os.path.exists(path) and os.path.getsize(path) > length:
                 os.truncate(path, length)
 
+    def shard_file_size(self, index):
+        """Bytes in the shard file of device ``index``; None if it has none."""
+        try:
+            return os.path.getsize(os.path.join(self.paths[index], SHARDS))
+        except (KeyError, OSError):
+            return None
+
     def read_shard(self, stripe, shard, offset, start, length):
         """Bytes of one shard, or None when its device is missing or short."""
         index = self.device_of(stripe, shard)

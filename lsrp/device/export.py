@@ -78,6 +78,14 @@ def load_manifest(devset, crypto):
         if manifest is None:
             manifest = opened[blob] = manifest_mod.Manifest.from_blob(
                 blob, crypto, devset.describe(index))
+        if manifest.version != version:
+            # Authentic, but under another version's name (files renamed
+            # or swapped on the device): not the manifest that file is.
+            raise exception.ManifestTampered(
+                shipment=devset.shipment_id, device='%s (%s holds version '
+                '%d)' % (devset.describe(index),
+                         deviceset_mod.manifest_name(version),
+                         manifest.version))
         if version == newest and chosen is None:
             chosen = (manifest, blob)
     return chosen

@@ -13,6 +13,7 @@ import threading
 
 import numpy
 
+from lsrp.device import deviceset
 from lsrp.device import erasure
 from lsrp import exception
 from lsrp import memory
@@ -178,5 +179,33 @@ class ChunkReader(object):
             shipment=self.manifest.shipment_id, chunk=digest[:16],
             image=image, offset=offset,
             reason='stripe %d fails its digest with every %d of %d shards%s'
-            % (stripe, self.devset.k, self.devset.n,
-               ' (missing devices: %s)' % missing if missing else ''))
+            '; %s' % (stripe, self.devset.k, self.devset.n,
+                      ' (missing devices: %s)' % missing if missing else '',
+                      self._suspects(stripe)))
+
+    def _suspects(self, stripe):
+        """Which devices hold the stripe, and those whose file is short.
+
+        A shard file cut short (a copy interrupted, a truncated file) is
+        named as such; else the devices of the stripe are listed: one of
+        them holds damaged data, or another device's or shipment's.
+        """
+        _, shard_length, offset = self.manifest.stripes[stripe]
+        short, held = [], []
+        for j in range(self.devset.n):
+            index = self.devset.device_of(stripe, j)
+            if index not in self.devset.paths:
+                continue
+            where = 'device %d (%s)' % (index, self.devset.paths[index])
+            held.append(where)
+            size = self.devset.shard_file_size(index)
+            if size is None:
+                short.append('%s has no %s' % (where, deviceset.SHARDS))
+            elif size < offset + shard_length:
+                short.append('%s: %s is truncated (%d bytes; the stripe '
+                             'ends at %d)' % (where, deviceset.SHARDS, size,
+                                              offset + shard_length))
+        if short:
+            return '; '.join(short)
+        return ('its shards are on %s: damaged, or copied from another '
+                'device or shipment' % ', '.join(held))

@@ -241,6 +241,7 @@ class PeerHandler(session_frames.SessionFrames, round_frames.RoundFrames,
         disk, sink = shared.disk, shared.sink
         body = frame.body
         if frame.type == m.REPLICATION_ZERO:
+            _check_range(disk, body['offset'], body['length'], shared.size)
             await self._sink_op(shared, sink.zero, body['offset'],
                                 body['length'])
             end = body['offset'] + body['length']
@@ -248,7 +249,7 @@ class PeerHandler(session_frames.SessionFrames, round_frames.RoundFrames,
             # Decompressing, hashing and writing all run in the worker
             # thread: zstd, BLAKE3 and librbd let go of the GIL.
             end = await self._sink_op(shared, _unpack_and_write, sink, disk,
-                                      body)
+                                      body, shared.size)
         if queued is not None:
             self._applied(queued, end)
         await self.conn.respond(frame, {'acked': end})
@@ -319,7 +320,20 @@ class PeerHandler(session_frames.SessionFrames, round_frames.RoundFrames,
                 await self._in_thread(sink.close)
 
 
-def _unpack_and_write(sink, disk, body):
+def _check_range(disk, offset, length, size):
+    """Refuse a write past the end of the round's image (``size``).
+
+    librbd would refuse it too, as an error of the terminal's (INTERNAL);
+    a device set's writer would store it: the peer's error, said so.
+    """
+    if size is not None and offset + length > size:
+        raise exception.ProtocolError(
+            code='BAD_FIELD', reason='%s: %d bytes at offset %d end past '
+            'the image\'s size in this round, %d' % (disk, length, offset,
+                                                     size))
+
+
+def _unpack_and_write(sink, disk, body, size=None):
     """Check an update's block against its digest and write it; its end."""
     data = body['data']
     if body.get('zstd'):
@@ -329,6 +343,7 @@ def _unpack_and_write(sink, disk, body):
             raise exception.ProtocolError(
                 code='BAD_FIELD', reason='%s: block at %d does not '
                 'decompress: %s' % (disk, body['offset'], e))
+    _check_range(disk, body['offset'], len(data), size)
     if digest_mod.block_digest(data) != body['digest']:
         raise exception.ProtocolError(
             code='DIGEST_MISMATCH', reason='%s: block at %d' % (

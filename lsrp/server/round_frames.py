@@ -51,6 +51,8 @@ class RoundFrames(object):
                                      image or None, proof)
         shared.resume = 0
         shared.started(offset)
+        # Writes past it are refused (lsrp.server.handler._update).
+        shared.size = body['size']
         self.server.sessions.move(disk, frame.session,
                                   sessions_mod.REPLICATING)
         if offset >= body['size']:

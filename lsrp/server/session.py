@@ -18,6 +18,7 @@ class SharedSession(object):
         self.streams = 0
         self.resume = resume   # a kept round may go on from here
         self.offset = 0        # where the current round started
+        self.size = None       # the image's size in the current round
         self.acked = {}
         # A request of the round failed (a bad digest...): what came after
         # it may be applied while it is not, so no offset is safe.

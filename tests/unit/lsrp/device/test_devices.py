@@ -198,6 +198,8 @@ class TestLoadManifest(DeviceTestCase):
     def setUp(self):
         super().setUp()
         self.manifest = self.new_manifest()
+        # Version 1, as manifest.v000001 (a file must hold its version).
+        self.manifest.data['version'] = 1
         self.blob = self.manifest.to_blob(self.crypto)
         self.devset.write_manifest(1, self.blob)
         self.opened = []
