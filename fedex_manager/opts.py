@@ -9,6 +9,7 @@ from oslo_db import options as db_options
 from fedex_manager.actions import forecast
 from fedex_manager import cinder
 from fedex_manager import keys
+from fedex_manager.notifications import notifier
 from fedex_manager import nova
 from fedex_manager import rpc
 
@@ -138,6 +139,7 @@ def register_opts(conf):
     nova.register_opts(conf)
     cinder.register_opts(conf)
     forecast.register_opts(conf)
+    notifier.register_opts(conf)
     db_options.set_defaults(conf)
 
 
@@ -150,4 +152,5 @@ def list_opts():
             ('database', copy.deepcopy(db_options.database_opts)),
             (nova.GROUP, nova.list_opts()),
             (cinder.GROUP, cinder.list_opts()),
-            (forecast.GROUP, copy.deepcopy(forecast.planner_opts))]
+            (forecast.GROUP, copy.deepcopy(forecast.planner_opts)),
+            (notifier.GROUP, copy.deepcopy(notifier.notification_opts))]

@@ -22,6 +22,7 @@ from fedex_manager.db import events
 from fedex_manager.db import models
 from fedex_manager.db import pagination
 from fedex_manager.db import times
+from fedex_manager.notifications import notifier
 from fedex_manager import states
 from lsrp import exception
 
@@ -47,6 +48,7 @@ def migration_create(ctx, values, servers, volumes):
         events.record(session, ctx, 'migration', row.id, 'state', None,
                       states.REQUESTED, 'requested: %d server(s), %d image(s)'
                       % (len(servers), len(volumes)), migration_id=row.id)
+        notifier.migration_state_changed(session, ctx, row, None, 'create')
         return crud.as_dict(row)
 
 

@@ -3,18 +3,22 @@
 Every state change goes through :func:`transition`, which asks the state
 machine, updates the row only if it is still in the state it was read in
 (two conductors never both move it), and appends the event in the same
-transaction.
+transaction. A migration's change is also a versioned notification
+(:mod:`fedex_manager.notifications`), sent once the transaction committed.
 """
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 
 from fedex_manager.db import crud
 from fedex_manager.db import engine
 from fedex_manager.db import events
 from fedex_manager.db import times
+from fedex_manager.notifications import notifier
 from fedex_manager import states
 from lsrp import exception
 
+LOG = logging.getLogger(__name__)
 hooks = []
 
 
@@ -32,7 +36,8 @@ def _notify(kind, ident, old, new, message):
         try:
             hook(kind, ident, old, new, message)
         except Exception:  # noqa: monitoring never breaks a transition
-            pass
+            LOG.exception('%s %s: hook %r failed on %s -> %s', kind, ident,
+                          hook, old, new)
 
 
 def transition(ctx, kind, ident, event=None, target=None, expect=None,
@@ -75,6 +80,11 @@ def transition(ctx, kind, ident, event=None, target=None, expect=None,
                       details=details, location=location,
                       occurred_at=occurred_at)
         session.expire(row)
-        out = crud.as_dict(crud.get_row(session, kind, row.id))
+        row = crud.get_row(session, kind, row.id)
+        out = crud.as_dict(row)
+        if kind == 'migration':
+            # Versioned notification, sent once this change is committed.
+            notifier.migration_state_changed(session, ctx, row, current,
+                                             event, message)
     _notify(kind, out['id'], current, new, message)
     return out
