@@ -155,6 +155,29 @@ class TestRepostLostPhases(SweeperTestCase):
         self.zk.contenders[path] = ['conductor-2']
         self.assertEqual([], self.sweep())
 
+    def test_board_list_read_without_each_jobs_state(self):
+        # taskflow's ZooKeeper board: its list refreshed (_fetch_jobs), not
+        # iterjobs, which asks ZooKeeper for the state of every job.
+        time.sleep(1.1)
+        job = types.SimpleNamespace(details={
+            'migration_id': self.m['id'],
+            'generation': self.m['generation']})
+        fresh = []
+
+        def fetch(ensure_fresh=False):
+            fresh.append(ensure_fresh)
+            return [job]
+
+        def iterjobs(ensure_fresh=False):
+            raise AssertionError('a ZooKeeper read per job')
+        self.board._fetch_jobs, self.board.iterjobs = fetch, iterjobs
+        self.assertEqual([], self.sweep())
+        self.assertTrue(fresh and all(fresh))
+        fresh[:] = []
+        job.details = {}
+        self.assertEqual(1, len(self.sweep()))
+        self.assertTrue(fresh and all(fresh))
+
     def test_lost_phase_is_posted(self):
         time.sleep(1.1)
         gen = self.m['generation'] + 1
