@@ -40,6 +40,7 @@ def verify(devices, key_store, expect_digest=None):
                 images.append({'image': spec, 'snapshot': snap['name'],
                                'size': snap['size'], 'digest': actual})
     finally:
+        reader.close()
         devset.close()
     return {'shipment_id': manifest.shipment_id, 'version': manifest.version,
             'sealed': manifest.sealed, 'chunks': len(manifest.chunks),

@@ -6,7 +6,8 @@
 
 Prints, for the same image in the same run:
   * fs: an RBD image holding an ext4 filesystem filled with a copy of /usr
-    (``mkfs.ext4 -d``, then ``rbd import``): ``--pairs`` pairs of our export
+    and a file of ``--fs-random-mib`` random bytes (``mkfs.ext4 -d``, then
+    ``rbd import``): ``--pairs`` pairs of our export
     to 3 devices (compression (LZ4), encryption, parity) and ``rbd export
     <image>@<snap> <file>``, and of our import and ``rbd import <file>``;
     the median of the per-pair wall-time ratios (target <= 1.0), beside
@@ -92,6 +93,14 @@ def phases(path):
                 kind = event['task'].split()[0]
                 out[kind] = out.get(kind, 0) + event['elapsed']
     return out
+
+
+def fs_image_name(args):
+    """The filesystem image's name: kept between runs of the same kind."""
+    name = 'bench-fs-%gg' % args.fs_gib
+    if args.fs_random_mib:
+        name += '-r%d' % args.fs_random_mib
+    return name
 
 
 class Bench(object):
@@ -222,11 +231,14 @@ class Bench(object):
                   rss_exp, t_imp, c_imp, rss_imp, os.getloadavg()[0]))
         sys.stdout.flush()
 
-    def make_fs_image(self, name, size, dirs):
+    def make_fs_image(self, name, size, dirs, random_mib):
         """An image holding ext4 filled with a copy of ``dirs`` (of /usr).
 
         ``mkfs.ext4 -d`` fills the filesystem from a directory (hard links
         of the originals: nothing is copied twice), then ``rbd import``.
+        ``random_mib`` MiB of random bytes in one more file: data that
+        neither compresses nor repeats (a guest's encrypted or compressed
+        files), the issue's measure.
         """
         tree = os.path.join(self.work, 'tree')
         os.makedirs(tree)
@@ -235,6 +247,9 @@ class Bench(object):
             if subprocess.run(['cp', '-al', d, dest],
                               capture_output=True).returncode:
                 subprocess.run(['cp', '-a', d, dest], check=True)
+        with open(os.path.join(tree, 'random.bin'), 'wb') as f:
+            for _ in range(random_mib):
+                f.write(os.urandom(MiB))
         fs = os.path.join(self.work, 'fs.img')
         with open(fs, 'wb') as f:
             f.truncate(size)
@@ -269,7 +284,7 @@ class Bench(object):
         args = self.args
         # Kept between runs (mkfs and rbd import of it take minutes here):
         # --remove-fs removes it at the end.
-        name = 'bench-fs-%gg' % args.fs_gib
+        name = fs_image_name(args)
         with self.cluster(self.a) as c, c.pool('vms') as pool:
             exists = pool.image_exists(name)
             if exists:
@@ -283,7 +298,7 @@ class Bench(object):
                 self.made.append(('a', name))
         else:
             used = self.make_fs_image(name, int(args.fs_gib * GiB),
-                                      args.fs_dirs)
+                                      args.fs_dirs, args.fs_random_mib)
         rows = []
         for i in range(args.pairs):
             ref_file = os.path.join(self.work, 'ref.raw')
@@ -337,10 +352,12 @@ class Bench(object):
 
         def med(fn):
             return statistics.median(fn(r) for r in rows)
-        print('fs         %.0f MiB used of a %.1f GiB ext4 image (%s); %.0f MiB'
-              ' on 3 devices with parity; median of %d pairs:' % (
+        print('fs         %.0f MiB used of a %.1f GiB ext4 image (%s, %d MiB '
+              'random); %.0f MiB on 3 devices with parity; median of %d '
+              'pairs:' % (
                   used / MiB, args.fs_gib, ' '.join(args.fs_dirs),
-                  med(lambda r: r['dev']) / MiB, len(rows)))
+                  args.fs_random_mib, med(lambda r: r['dev']) / MiB,
+                  len(rows)))
 
         def rss(key):
             # The issue's measure is the median; the largest is shown too.
@@ -470,7 +487,7 @@ class Bench(object):
         """
         from lsrp.device import crypto as crypto_mod
         from lsrp.device import erasure
-        name = 'bench-fs-%gg' % self.args.fs_gib
+        name = fs_image_name(self.args)
         want = self.args.stage_mib * MiB
         pieces = []
         got = 0
@@ -599,6 +616,10 @@ def main():
     parser.add_argument('--fs-dirs', nargs='+',
                         default=['/usr/bin', '/usr/share'],
                         help='What the filesystem image holds.')
+    parser.add_argument('--fs-random-mib', type=int, default=256,
+                        help='A file of this many MiB of random bytes in '
+                        'the filesystem image too (0: none; the images of '
+                        'runs before 2026-12 had none).')
     parser.add_argument('--remove-fs', action='store_true',
                         help='Remove the filesystem image at the end (by '
                         'default it is kept for the next run).')

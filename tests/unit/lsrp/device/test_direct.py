@@ -5,6 +5,7 @@ import os
 from unittest import mock
 
 import fixtures
+import numpy
 import testtools
 
 from lsrp.device import crypto as crypto_mod
@@ -175,3 +176,55 @@ class TestDirectStripes(testtools.TestCase):
         with mock.patch.object(deviceset.os, 'open', no_direct):
             self.assertEqual(self.data, self.read_into(m, devset))
         self.assertEqual({None}, set(devset._direct_read.values()))
+
+    def test_stripe_buffers_are_reused_only_once_nothing_views_them(self):
+        m, w = self.export(self.devset)
+        w.close()
+        devset = deviceset.DeviceSet.open(self.paths)
+        reader = reader_mod.ChunkReader(devset, self.crypto, m,
+                                        cache_stripes=2, workers=1)
+        self.addCleanup(reader.close)
+        in_order = [d for d, _ in sorted(m.chunks.items(),
+                                         key=lambda kv: kv[1][:2])]
+        held = reader._record(in_order[0])   # a view into stripe 0's buffer
+        before = bytes(held)
+        made, loads = [], []
+        real_empty, real_load = numpy.empty, reader._load
+
+        def empty(*args):
+            made.append(args)
+            return real_empty(*args)
+
+        def load(stripe):
+            loads.append(stripe)
+            return real_load(stripe)
+        with mock.patch.object(reader_mod.numpy, 'empty', empty), \
+                mock.patch.object(reader, '_load', load):
+            for _ in range(3):
+                for digest in reversed(in_order):
+                    self.assertIsNotNone(reader.read(digest, 'p/i'))
+        # Stripe 0's buffer was not read into while a view of it was held,
+        # and the stripes read again and again went into kept buffers.
+        self.assertEqual(before, bytes(held))
+        self.assertGreater(len(loads), reader._keep_buffers)
+        self.assertLessEqual(len(made), reader._keep_buffers)
+        self.assertEqual(0, reader.repaired)
+
+    def test_a_free_buffer_too_small_gives_way_to_a_larger_one(self):
+        m, w = self.export(self.devset)
+        w.close()
+        reader = reader_mod.ChunkReader(deviceset.DeviceSet.open(self.paths),
+                                        self.crypto, m, cache_stripes=1,
+                                        workers=1)
+        self.addCleanup(reader.close)
+        self.assertEqual(1 << 20, len(reader._buffer(1 << 20)))
+        self.assertEqual(1, len(reader._buffers))
+        small = id(reader._buffers[0])   # not a reference: that holds it
+        for size in (3 << 20, 3 << 20):
+            view = reader._buffer(size)
+            self.assertEqual(size, len(view))
+            self.assertEqual(0, numpy.frombuffer(view, numpy.uint8)
+                             .ctypes.data % memory.PAGE)
+            del view
+        self.assertEqual(1, len(reader._buffers))
+        self.assertNotEqual(small, id(reader._buffers[0]))
