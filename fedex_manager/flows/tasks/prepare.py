@@ -125,12 +125,7 @@ class Snapshot(Prepare):
                     'bytes_total': total or x['bytes_total']})
 
     def _window(self, ctx, m, generation):
-        """Let more migrations join the group for a while after the first.
-
-        Not a group made whole by one request (a wave): none can join it.
-        """
-        if m['options'].get('shipment_group_closed'):
-            return
+        """Let more migrations join the group for a while after the first."""
         created = db.utcfromiso(m['created_at'])
         window = CONF.conductor.shipment_group_window
         announced = False
