@@ -98,6 +98,16 @@ class FunctionalTestCase(testtools.TestCase):
         # provoke) is kept with the test and shown only if it fails.
         self.useFixture(fixtures.FakeLogger())
 
+    def assert_one_error_line(self, result, code, *expected):
+        """Exit ``code``, one stderr line naming every ``expected``: it."""
+        self.assertEqual(code, result.returncode, result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(1, len(lines), result.stderr)
+        for text in expected:
+            self.assertIn(text, lines[0])
+        return lines[0]
+
     def name(self, prefix='img'):
         return '%s-%s' % (prefix, uuid.uuid4().hex[:10])
 

@@ -66,13 +66,7 @@ class TestDeviceTampering(test_shipment.ShipmentTestCase):
 
     def refused(self, result, code, *expected):
         """Exit ``code``, one line on stderr naming every ``expected``."""
-        self.assertEqual(code, result.returncode, result.stderr)
-        self.assertNotIn('Traceback', result.stderr)
-        lines = result.stderr.strip().splitlines()
-        self.assertEqual(1, len(lines), result.stderr)
-        for text in expected:
-            self.assertIn(text, lines[0])
-        return lines[0]
+        return self.assert_one_error_line(result, code, *expected)
 
     def assert_not_imported(self, image, shipment):
         """Nothing at site-b passes for the image, nor for the shipment."""

@@ -46,13 +46,7 @@ class TestPeerErrors(test_catchup.CatchUpTestCase):
 
     def assert_one_line(self, result, *expected):
         """Exit 2, one line on stderr holding every ``expected`` string."""
-        self.assertEqual(2, result.returncode, result.stderr)
-        self.assertNotIn('Traceback', result.stderr)
-        lines = result.stderr.strip().splitlines()
-        self.assertEqual(1, len(lines), result.stderr)
-        for text in expected:
-            self.assertIn(text, lines[0])
-        return lines[0]
+        return self.assert_one_error_line(result, 2, *expected)
 
     def read_server_log(self):
         with open(self.server_log) as f:
