@@ -21,8 +21,14 @@ max_rounds      catch-up rounds before READY_FOR_CUTOVER anyway (at least
 keep_warm_seconds  interval of rounds in READY_FOR_CUTOVER
 shipment_group  a label: migrations with the same one (same terminals)
                 travel in the same shipments (a flock of clones dedups)
+max_parallel_cutovers  cutovers of one shipment group (a wave) running at
+                once (:mod:`fedex_manager.waves`)
 carrier         courier plugin of its shipments (default: [conductor]
                 courier), e.g. "manual": an operator records the events
+convergence     "auto-converge" or "refuse": a guest whose memory copy
+                would not fit downtime_budget is cut over with QEMU's
+                auto-converge, or its cutover refused before the pause
+                (:func:`fedex_manager.actions.cutover.convergence`)
 """
 
 import datetime
@@ -88,6 +94,17 @@ SCHEMA = {
         'keep_warm_seconds': _count(600, 'interval of rounds in '
                                          'READY_FOR_CUTOVER'),
         'shipment_group': dict(LABEL, default=None),
+        # A group made whole by one request (a wave): nobody joins later,
+        # so its leader packs at once (no shipment_group_window).
+        'shipment_group_closed': {'type': 'boolean', 'default': False,
+                                  'description': 'the group was made in '
+                                                 'one request'},
+        'max_parallel_cutovers': _count(
+            2, 'cutovers of its wave (shipment group) at once', minimum=1),
+        'convergence': {'enum': ['auto-converge', 'refuse'],
+                        'default': 'auto-converge',
+                        'description': 'a guest that would not converge: '
+                                       'throttled, or its cutover refused'},
         'carrier': {'type': ['string', 'null'], 'minLength': 1,
                     'maxLength': 64, 'default': None,
                     'description': 'courier plugin of its shipments'},
@@ -95,7 +112,7 @@ SCHEMA = {
 }
 DEFAULTS = {k: v['default'] for k, v in SCHEMA['properties'].items()}
 # Fixed once a migration exists.
-FIXED = ('shipment_group', 'carrier')
+FIXED = ('shipment_group', 'shipment_group_closed', 'carrier')
 
 
 def _whole(checker, instance):

@@ -59,12 +59,16 @@ class VMProfile:
     write_rate: float = 0.0        # bytes/s of distinct changed extents
     memory: int = 0                # bytes of RAM sent at cutover
     count: int = 1
+    # bytes/s of memory its guest dirties (measure one with virsh
+    # domdirtyrate-calc); None: its write_rate, as the thesis assumes.
+    dirty_rate: float = None
 
     def __post_init__(self):
         if self.allocated is None:
             self.allocated = self.size
-        for field in ('size', 'allocated', 'memory', 'write_rate'):
-            if getattr(self, field) < 0:
+        for field in ('size', 'allocated', 'memory', 'write_rate',
+                      'dirty_rate'):
+            if (getattr(self, field) or 0) < 0:
                 raise InvalidPlanInput(field=field, reason='must be >= 0')
         if self.allocated > self.size:
             raise InvalidPlanInput(
@@ -87,6 +91,8 @@ class Link:
     parity: int = 0                    # extra devices a shipment may lose
     transit_time: float = 12 * HOUR    # courier door to door
     downtime_budget: float = 0.5       # longest acceptable pause, s
+    # A guest that would not converge: 'auto-converge' or 'refuse'.
+    convergence: str = 'auto-converge'
     cost_per_shipment: float = 0.0
     cost_per_device: float = 0.0       # bought or rented, per device
     wan_cost_per_gb: float = 0.0
@@ -153,6 +159,177 @@ def memory_copy(memory, dirty_rate, bandwidth, downtime_limit):
     return live_copy(memory, dirty_rate, bandwidth, downtime_limit)
 
 
+# QEMU's auto-converge (VIR_MIGRATE_AUTO_CONVERGE), its defaults in QEMU 10:
+# at a dirty-bitmap sync at least a second after the last check, a period
+# in which the guest dirtied more than half of what was sent counts as
+# high; every second high period throttles the vCPUs, first to 20 %, then
+# 10 points more each time, up to 99 %.
+THROTTLE_INITIAL = 0.20
+THROTTLE_INCREMENT = 0.10
+THROTTLE_MAX = 0.99
+THROTTLE_PERIOD = 1.0
+THROTTLE_TRIGGER = 0.5
+# A forecast copy longer than this never ends for practical purposes.
+COPY_HORIZON = 86400.0
+# How a guest's memory crosses at the cutover (MemoryForecast.means).
+PRE_COPY = 'pre-copy'
+AUTO_CONVERGE = 'auto-converge'
+# The policies of a migration's ``convergence`` option.
+CONVERGENCE_POLICIES = (AUTO_CONVERGE, 'refuse')
+
+
+@dataclasses.dataclass
+class ThrottledCopy(LiveCopy):
+    """A pre-copy with auto-converge: also the vCPU throttle it reached."""
+
+    throttle: float = 0.0
+
+
+def auto_converge_copy(memory, dirty_rate, bandwidth, downtime_limit,
+                       working_set=None):
+    """QEMU's pre-copy with auto-converge; None if even 99 % is too little.
+
+    Each round sends what the guest dirtied during the previous one (at
+    most its ``working_set``, else its whole memory), at ``dirty_rate``
+    times what the throttle leaves of its vCPUs' time; the throttle rises
+    as QEMU raises it (the THROTTLE_* constants). The copy switches over,
+    as without throttling, when what is left fits ``downtime_limit``.
+    """
+    cap = float(min(memory, working_set or memory))
+    if memory <= 0:
+        return ThrottledCopy(time=0.0, wan_bytes=0.0, rounds=0, pause=0.0)
+    left, total, sent, rounds = float(memory), 0.0, 0.0, 0
+    throttle, high = 0.0, 0
+    period = period_sent = period_dirtied = 0.0
+    while total <= COPY_HORIZON:
+        t = left / bandwidth
+        rounds += 1
+        if t <= downtime_limit or dirty_rate == 0:
+            return ThrottledCopy(time=total + t, wan_bytes=sent + left,
+                                 rounds=rounds, pause=t if dirty_rate
+                                 else 0.0, throttle=throttle)
+        dirtied = min(dirty_rate * (1.0 - throttle) * t, cap)
+        total += t
+        sent += left
+        period += t
+        period_sent += left
+        period_dirtied += dirtied
+        if period >= THROTTLE_PERIOD:
+            if period_dirtied > THROTTLE_TRIGGER * period_sent:
+                high += 1
+                if high >= 2:
+                    high = 0
+                    throttle = (min(throttle + THROTTLE_INCREMENT,
+                                    THROTTLE_MAX) if throttle
+                                else THROTTLE_INITIAL)
+            period = period_sent = period_dirtied = 0.0
+        if (throttle >= THROTTLE_MAX and
+                dirty_rate * (1.0 - throttle) >= bandwidth):
+            return None
+        left = dirtied
+    return None
+
+
+@dataclasses.dataclass
+class MemoryForecast:
+    """One guest's memory at its cutover: how it crosses, and the pause.
+
+    ``means``: ``pre-copy`` (QEMU's stock pre-copy converges and the pause
+    fits the budget), ``auto-converge`` (only with the vCPUs throttled), or
+    None: the cutover must be refused. ``reason`` says why the stock
+    pre-copy is not enough (None when it is). ``copy_seconds``,
+    ``pause_seconds``...: of the means chosen; when refused, what the stock
+    pre-copy would give if forced to switch over (its whole remainder).
+    """
+
+    memory: int
+    dirty_rate: float
+    link_rate: float
+    budget: float
+    means: str
+    reason: str
+    copy_seconds: float
+    rounds: int
+    wan_bytes: float
+    pause_seconds: float
+    memory_pause_seconds: float
+    throttle: float = 0.0
+
+    @property
+    def converges(self):
+        return self.means is not None
+
+    def as_dict(self):
+        return dict(dataclasses.asdict(self), converges=self.converges)
+
+
+def _mbps(bytes_per_s):
+    return '%.1f MB/s' % (bytes_per_s / 1e6)
+
+
+def memory_forecast(memory, dirty_rate, link_rate, downtime_limit,
+                    other_pause=0.0, budget=None, policy=AUTO_CONVERGE,
+                    working_set=None):
+    """The one model of a guest's memory copy and pause, and its verdict.
+
+    The planner, the request's forecast and the manager's check before a
+    cutover (:func:`fedex_manager.actions.cutover.convergence`) all ask
+    it. ``other_pause``: the rest of the pause (libvirt's switchover and
+    resume, the final delta over the link, a round trip); ``budget``: the
+    longest pause allowed (None: any); ``policy``: ``auto-converge`` (cut
+    over with QEMU's auto-converge when the stock pre-copy would not do)
+    or ``refuse``. ``memory``: the bytes the first round sends (a guest's
+    resident memory when known: QEMU sends untouched pages as a flag);
+    ``working_set``: the most the guest dirties between two rounds, when
+    measured (else its memory).
+    """
+    rest = float(min(memory, working_set or memory))
+
+    def result(means, copy, reason, throttle=0.0):
+        return MemoryForecast(
+            memory=memory, dirty_rate=dirty_rate, link_rate=link_rate,
+            budget=budget, means=means, reason=reason,
+            copy_seconds=copy.time if copy else None,
+            rounds=copy.rounds if copy else None,
+            wan_bytes=copy.wan_bytes if copy else None,
+            pause_seconds=copy.pause + other_pause if copy else (
+                rest / link_rate + other_pause),
+            memory_pause_seconds=copy.pause if copy else rest / link_rate,
+            throttle=throttle)
+
+    def fits(copy):
+        return copy is not None and (
+            budget is None or copy.pause + other_pause <= budget)
+
+    plain = memory_copy(memory, dirty_rate, link_rate, downtime_limit)
+    if fits(plain):
+        return result(PRE_COPY, plain, None)
+    if plain is None:
+        # Forced to switch over, the stock pre-copy would pause the guest
+        # for all it dirties: each round is longer than the last.
+        pause = rest / link_rate + other_pause
+        reason = ('dirty rate %s exceeds the link\'s %s; expected pause '
+                  '%.1f s' % (_mbps(dirty_rate), _mbps(link_rate), pause))
+    else:
+        pause = plain.pause + other_pause
+        reason = ('dirty rate %s, link %s; expected pause %.1f s' % (
+            _mbps(dirty_rate), _mbps(link_rate), pause))
+    if budget is not None:
+        reason += ' > budget %s s' % ('%g' % budget)
+    if policy == AUTO_CONVERGE:
+        throttled = auto_converge_copy(memory, dirty_rate, link_rate,
+                                       downtime_limit, working_set)
+        if fits(throttled):
+            return result(AUTO_CONVERGE, throttled, reason,
+                          throttled.throttle)
+        reason += ('; auto-converge would not help (the vCPUs throttled '
+                   'to %d %%)' % (THROTTLE_MAX * 100) if throttled is None
+                   else '; nor with auto-converge')
+    out = result(None, plain, reason)
+    out.pause_seconds = pause
+    return out
+
+
 @dataclasses.dataclass
 class WayResult:
     """Totals of one way (WAN-only or FedEx) for a given set of VMs."""
@@ -201,8 +378,12 @@ def devices_needed(vms, link):
     return max(1, math.ceil(allocated / link.device_capacity)) + link.parity
 
 
-def fedex(vms, link):
-    """Export, ship, import, catch up, cut over; see the module docstring."""
+def fedex(vms, link, warnings=None):
+    """Export, ship, import, catch up, cut over; see the module docstring.
+
+    ``warnings``: a list to which a VM group that converges only with
+    auto-converge is added.
+    """
     allocated = sum(vm.allocated * vm.count for vm in vms)
     aggregate_rate = sum(vm.write_rate * vm.count for vm in vms)
     devices = devices_needed(vms, link)
@@ -224,12 +405,26 @@ def fedex(vms, link):
     cutover, cut_bytes, pause = 0.0, 0.0, 0.0
     for i, vm in enumerate(vms):
         others = aggregate_rate - vm.write_rate
-        copy = live_copy(vm.memory + vm.write_rate * link.downtime_budget,
-                         vm.write_rate, link.wan_bandwidth - others,
-                         link.downtime_budget, what='VM group %d' % i)
-        cutover += copy.time * vm.count
+        dirty = vm.write_rate if vm.dirty_rate is None else vm.dirty_rate
+        room = link.wan_bandwidth - others
+        # The cutover's model (memory_forecast), its memory and final delta.
+        copy = memory_forecast(
+            vm.memory + vm.write_rate * link.downtime_budget, dirty, room,
+            link.downtime_budget, policy=link.convergence)
+        if not copy.converges:
+            raise PlanCannotConverge(what='VM group %d' % i,
+                                     write_rate=rate(dirty),
+                                     bandwidth=rate(room))
+        if copy.means == AUTO_CONVERGE and warnings is not None:
+            warnings.append(
+                'VM group %d will not converge by pre-copy alone (%s): its '
+                'cutover throttles the vCPUs up to %d %% (auto-converge), '
+                'the memory copy about %s' % (
+                    i, copy.reason, round(copy.throttle * 100),
+                    duration(copy.copy_seconds)))
+        cutover += copy.copy_seconds * vm.count
         cut_bytes += copy.wan_bytes * vm.count
-        pause = max(pause, copy.pause)
+        pause = max(pause, copy.memory_pause_seconds)
     # Mirroring during catch-up and cutover is WAN traffic too.
     wan_bytes = (delta + aggregate_rate * (catch_up + cutover) + cut_bytes)
     phases = {'export': export, 'ship': link.transit_time, 'import': import_,
@@ -294,12 +489,14 @@ class Plan:
     break_even_vms: int          # by time, for VMs like the average one
     break_even_vms_cost: int     # by cost; None when FedEx never is cheaper
     recommended: str             # 'fedex' or 'wan'
+    warnings: list = dataclasses.field(default_factory=list)
 
     def as_dict(self):
         return {'wan': self.wan.as_dict(), 'fedex': self.fedex.as_dict(),
                 'break_even_vms': self.break_even_vms,
                 'break_even_vms_cost': self.break_even_vms_cost,
-                'recommended': self.recommended}
+                'recommended': self.recommended,
+                'warnings': list(self.warnings)}
 
 
 def average_vm(vms):
@@ -309,7 +506,10 @@ def average_vm(vms):
         size=sum(vm.size * vm.count for vm in vms) // n,
         allocated=sum(vm.allocated * vm.count for vm in vms) // n,
         write_rate=sum(vm.write_rate * vm.count for vm in vms) / n,
-        memory=sum(vm.memory * vm.count for vm in vms) // n)
+        memory=sum(vm.memory * vm.count for vm in vms) // n,
+        dirty_rate=None if all(vm.dirty_rate is None for vm in vms) else
+        sum((vm.write_rate if vm.dirty_rate is None else vm.dirty_rate) *
+            vm.count for vm in vms) / n)
 
 
 def plan(vms, link):
@@ -318,7 +518,8 @@ def plan(vms, link):
     if not vms:
         raise InvalidPlanInput(field='vms', reason='at least one VM is needed')
     wan = wan_only(vms, link)
-    fx = fedex(vms, link)
+    warnings = []
+    fx = fedex(vms, link, warnings)
     average = average_vm(vms)
     by_cost = None
     if link.wan_cost_per_gb or link.cost_per_shipment or link.cost_per_device:
@@ -327,7 +528,7 @@ def plan(vms, link):
                 break_even_vms=break_even(average, link),
                 break_even_vms_cost=by_cost,
                 recommended='fedex' if fx.total_time < wan.total_time
-                else 'wan')
+                else 'wan', warnings=warnings)
 
 
 def curve(vm, link, counts):

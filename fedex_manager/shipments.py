@@ -72,10 +72,12 @@ def snapshot_prefixes(ctx, m):
                    'fedex-final-%s' % short(m['id'])})
 
 
-def check_join(ctx, group, source_terminal_id, dest_terminal_id):
+def check_join(ctx, group, source_terminal_id, dest_terminal_id,
+               same_request=False):
     """Refuse a new member of a group that is packed already.
 
-    Or that travels between other terminals.
+    Or that travels between other terminals, or that was made whole by one
+    request (a wave; ``same_request``: the newcomer is of that request).
     """
     for x in db.list_(ctx, 'migration'):
         if group_of(x) != group or x['state'] in states.MIGRATION_FINAL:
@@ -86,6 +88,10 @@ def check_join(ctx, group, source_terminal_id, dest_terminal_id):
                 field='options.shipment_group', reason='group %s travels '
                 'between other terminals (migration %s); one group, one '
                 'route' % (group, x['id']))
+        if x['options'].get('shipment_group_closed') and not same_request:
+            raise exception.InvalidInput(
+                field='options.shipment_group', reason='group %s was made '
+                'whole by one request (a wave): use another label' % group)
         if x['state'] != states.REQUESTED:
             raise exception.InvalidInput(
                 field='options.shipment_group', reason='group %s is packed '

@@ -9,6 +9,9 @@
     fedex-sandbox down      stop the daemons we started (data is kept)
     fedex-sandbox destroy   down, then remove all state
     fedex-sandbox wan-up [--rate-mbit N] [--delay-ms N]   the emulated WAN
+                            between the sites (or reshape it while it runs)
+    fedex-sandbox wan-cut | wan-restore   the link down / up again
+    fedex-sandbox wan-stats bytes over the link, per path
     fedex-sandbox wan-down
     fedex-sandbox demo      with the OpenStack part installed: bring up the
                             mini-cloud and move a real Nova server with an
@@ -141,7 +144,7 @@ def do_down(sb):
 def do_destroy(sb):
     for _, layer in layers_mod.layers(sb):
         layer.down()
-    wan.Wan(sb.run_dir, sb.wan_number(0)).down()
+    wan.SandboxWan(sb).down(keep_guard=False)
     sb.destroy()
     print('removed %s' % sb.root)
     return 0
@@ -149,13 +152,46 @@ def do_destroy(sb):
 
 def do_wan_up(sb):
     args = CONF.command
-    link = wan.Wan(sb.run_dir, sb.wan_number(0))
-    host, port = link.up(args.rate_mbit, args.delay_ms,
-                         args.port or sb.terminal_port('site-b'))
-    print('WAN: %d Mbit/s, %g ms one way; sources connect to %s:%d, which '
-          'forwards to the destination terminal at %s:%d' % (
-              args.rate_mbit, args.delay_ms, host, port, link.root_addr,
-              port))
+    link = wan.SandboxWan(sb)
+    before = (link.settings() or {}).get('every_migration_to') or []
+    every = args.every_migration_to
+    if every is not None:
+        every = [h for h in every.split(',') if h]
+    done, rate, delay = link.up(args.rate_mbit, args.delay_ms, every)
+    print('WAN %s: %g Mbit/s, %g ms one way (%s); faces: catch-up %s, '
+          'final delta %s, compute host i %s' % (
+              link.link.namespace, rate, delay, done, link.catchup_face(),
+              link.final_delta_face(), link.host_face(0)[:-2] + '(10+i)'))
+    if every is not None and sorted(every) != sorted(before):
+        print('every live migration to %s crosses the link once '
+              'fedex-sandbox up --openstack has restarted its nova-compute'
+              % (', '.join(every) or 'no host'))
+    if sb.cloud().exists() or link.link.running():
+        print('terminals and computes reach the other site through it '
+              '(after fedex-sandbox up for a sandbox that did not use it)')
+    return 0
+
+
+def do_wan_cut(sb):
+    wan.SandboxWan(sb).link.cut()
+    print('WAN cut: packets are lost until fedex-sandbox wan-restore')
+    return 0
+
+
+def do_wan_restore(sb):
+    wan.SandboxWan(sb).link.restore()
+    print('WAN restored')
+    return 0
+
+
+def do_wan_stats(sb):
+    link = wan.SandboxWan(sb)
+    if getattr(CONF.command, 'json', False):
+        stats = link.stats()
+        print(json.dumps({'by_path': wan.by_path(stats), 'relay': stats}))
+        return 0
+    for line in link.describe():
+        print(line)
     return 0
 
 
@@ -203,14 +239,18 @@ def do_demo(sb):
 
 
 def do_wan_down(sb):
-    wan.Wan(sb.run_dir, sb.wan_number(0)).down()
-    print('WAN removed')
+    wan.SandboxWan(sb).down()
+    print('WAN removed; the mini-cloud\'s computes still name its faces: '
+          'fedex-sandbox up --openstack brings it back (wan-cut for an '
+          'outage)' if sb.cloud().exists() else 'WAN removed')
     return 0
 
 
 COMMANDS = {'up': do_up, 'status': do_status, 'env': do_env,
             'down': do_down, 'destroy': do_destroy, 'wan-up': do_wan_up,
-            'wan-down': do_wan_down, 'demo': do_demo}
+            'wan-down': do_wan_down, 'wan-cut': do_wan_cut,
+            'wan-restore': do_wan_restore, 'wan-stats': do_wan_stats,
+            'demo': do_demo}
 COMMAND_LIST = [
     cmdline.Command('up', 'Start (or create) site-a and site-b and wait '
                     'until both are healthy.', 'fedex-sandbox up'),
@@ -222,9 +262,19 @@ COMMAND_LIST = [
                     'is kept.', 'fedex-sandbox down'),
     cmdline.Command('destroy', 'Stop everything and remove all state of the '
                     'sandbox.', 'fedex-sandbox destroy'),
-    cmdline.Command('wan-up', 'Emulate the WAN between the terminals: a '
-                    'rate-capped, delayed link.',
-                    'fedex-sandbox wan-up --rate-mbit 100 --delay-ms 10'),
+    cmdline.Command('wan-up', 'Emulate the WAN between the sites: a '
+                    'rate-capped, delayed link that carries the memory '
+                    'copy, libvirt\'s control, the final delta and the '
+                    'catch-up; on a running link, reshape it.',
+                    'fedex-sandbox wan-up --rate-mbit 100 --delay-ms 20'),
+    cmdline.Command('wan-cut', 'Cut the emulated WAN (its veth goes down): '
+                    'connections stall, as in an outage.',
+                    'fedex-sandbox wan-cut'),
+    cmdline.Command('wan-restore', 'Bring a cut WAN back.',
+                    'fedex-sandbox wan-restore'),
+    cmdline.Command('wan-stats', 'Bytes over the emulated WAN per path '
+                    '(memory, control, final delta, catch-up).',
+                    'fedex-sandbox wan-stats'),
     cmdline.Command('wan-down', 'Remove the emulated WAN.',
                     'fedex-sandbox wan-down'),
     cmdline.Command('demo', 'Move a real Nova server with an attached '
@@ -234,8 +284,8 @@ COMMAND_LIST = [
 ]
 
 
-def _wan_flags(parser, delay_ms):
-    parser.add_argument('--rate-mbit', type=int, default=100,
+def _wan_flags(parser, delay_ms, rate_mbit=100):
+    parser.add_argument('--rate-mbit', type=int, default=rate_mbit,
                         help='Rate of the emulated WAN in Mbit/s '
                         '(default: %(default)s).')
     parser.add_argument('--delay-ms', type=float, default=delay_ms,
@@ -243,9 +293,33 @@ def _wan_flags(parser, delay_ms):
                         '(default: %(default)s).')
 
 
+def do_tempest_conf(sb):
+    """tempest.conf for the mini-cloud (fedex_sandbox/services/tempest_conf)."""
+    from fedex_sandbox.services import tempest_conf
+    path = CONF.command.path or os.path.join(sb.root, 'tempest', 'etc',
+                                             'tempest.conf')
+    print(tempest_conf.write(sb, path))
+    return 0
+
+
+def _tempest_conf_args(command, parser):
+    if command.name == 'tempest-conf':
+        parser.add_argument('path', nargs='?',
+                            help='Where to write it (default: '
+                            '<sandbox>/tempest/etc/tempest.conf).')
+
+
+COMMANDS['tempest-conf'] = do_tempest_conf
+COMMAND_LIST.append(cmdline.Command(
+    'tempest-conf', 'Write tempest.conf for the mini-cloud (the fedex '
+    'tempest plugin: tox -e tempest).',
+    'fedex-sandbox tempest-conf ws/etc/tempest.conf'))
+
+
 def add_command_parsers(subparsers):
     for command in COMMAND_LIST:
         parser = cmdline.add_command(subparsers, 'fedex-sandbox', command)
+        _tempest_conf_args(command, parser)
         if command.name == 'demo':
             parser.add_argument('--disk-mib', type=int, default=256,
                                 help='Size of the VM\'s first disk in MiB; '
@@ -272,12 +346,16 @@ def add_command_parsers(subparsers):
                                 help='Also bring up the mini-cloud: a '
                                      'two-site OpenStack on both sites.')
         if command.name == 'wan-up':
-            _wan_flags(parser, delay_ms=0)
-            parser.add_argument('--port', type=int,
-                                help='Port of the destination terminal the '
-                                'link forwards to (default: the sandbox\'s '
-                                'site-b terminal port, base port + %d).'
-                                % sandbox_mod.TERMINAL_PORTS['site-b'])
+            # Unset: as last asked (run/wan.json), else 1000 Mbit/s, 1 ms.
+            _wan_flags(parser, delay_ms=None, rate_mbit=None)
+            parser.add_argument('--every-migration-to', metavar='HOSTS',
+                                help='Comma-separated compute hosts whose '
+                                'every incoming live migration crosses the '
+                                'link, also from their own site (the '
+                                'benchmarks\' reference); empty: none.')
+        if command.name == 'wan-stats':
+            parser.add_argument('--json', action='store_true',
+                                help='The relay\'s counters as JSON.')
 
 
 def main(argv=None):

@@ -20,6 +20,7 @@ from fedexclient import http
 from fedexclient import logistics
 from fedexclient import migrations
 from fedexclient import plans
+from fedexclient import waves
 
 SERVICE_TYPE = 'vm-shipping'
 CLIENT_NAME = 'fedexclient'
@@ -57,3 +58,4 @@ class Client(object):
         self.terminals = logistics.TerminalManager(self.http)
         self.sites = logistics.SiteManager(self.http)
         self.events = events.EventManager(self.http)
+        self.waves = waves.WaveManager(self.http)

@@ -67,10 +67,49 @@ fedex_opts = [
                       'both read whole) may take; a mismatch is an instance '
                       'fault and the manager\'s event final_state_mismatch. '
                       '0: not compared.'),
+    cfg.StrOpt('wan_address',
+               help='Address at which computes of other sites reach this '
+                    'compute\'s libvirtd and QEMU incoming migrations '
+                    '(the same ports as on [libvirt] '
+                    'live_migration_inbound_addr), when the sites are '
+                    'joined by another network than the one inside a site. '
+                    'Used as the destination of a FedEx cutover to this '
+                    'host and of its rollback back to it; a live migration '
+                    'inside the site keeps live_migration_inbound_addr. '
+                    'Unset: live_migration_inbound_addr for every '
+                    'migration.'),
+    cfg.BoolOpt('wan_for_every_migration',
+                default=False,
+                help='Use wan_address for every live migration to this '
+                     'host, also from a compute of its own site: a plain '
+                     'live migration over the same link as a cutover (the '
+                     'benchmarks\' reference).'),
+    cfg.DictOpt('terminal_hosts',
+                default={},
+                help='host:other_host pairs: reach a terminal the manager '
+                     'names at host (its lsrp_address, where terminals '
+                     'reach each other) at other_host instead, with the '
+                     'same port, for the final delta. For a final delta '
+                     'that takes another path between the sites than the '
+                     'catch-up (the sandbox counts their bytes apart).'),
     cfg.FloatOpt('migrate_back_timeout',
                  default=600.0, min=1.0,
                  help='Seconds to wait for a paused guest migrated back to '
                       'this host after a failed final delta.'),
+    cfg.IntOpt('dirty_rate_samples',
+               default=3, min=0, max=10,
+               help='Before a cutover copies the memory: 1-second '
+                    'page-sampling dirty-rate calculations of the guest '
+                    '(their median is reported to the manager, whose '
+                    'forecast decides how the memory crosses, or refuses; '
+                    'doc/source/nova.rst "Convergence"). 0: not measured, '
+                    'stock pre-copy.'),
+    cfg.IntOpt('dirty_rate_window',
+               default=3, min=0, max=60,
+               help='Seconds of one more dirty-rate calculation, which gives '
+                    'the guest\'s working set (the distinct memory it '
+                    'dirties in that long). 0: the working set is one '
+                    'second\'s worth of the rate.'),
 ]
 
 

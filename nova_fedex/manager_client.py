@@ -33,8 +33,8 @@ SERVICE_TYPE = fedex_client.SERVICE_TYPE
 READY_STATES = ('cutting_over',)
 
 # Events reported to the manager, in the order a cutover goes through them.
-EVENTS = ('refused', 'migrating', 'paused_at_destination', 'delta_applied',
-          'resumed', 'completed', 'rolled_back', 'stranded')
+EVENTS = ('dirty_rate', 'refused', 'migrating', 'paused_at_destination',
+          'delta_applied', 'resumed', 'completed', 'rolled_back', 'stranded')
 
 Terminal = collections.namedtuple('Terminal', 'host port server_name')
 Disk = collections.namedtuple('Disk', 'kind source destination volume_id')
@@ -47,12 +47,16 @@ class Cluster(collections.namedtuple('Cluster', 'fsid monitors')):
 class CutoverPlan(collections.namedtuple(
         'CutoverPlan', 'migration_id state server_id source_site '
                        'destination_site destination_host shipment_id '
-                       'cluster terminal disks')):
+                       'cluster terminal disks convergence',
+        defaults=(None,))):
     """What the manager says about one server's FedEx migration.
 
     ``disks``: every rbd image of the server (root, ephemeral, swap, config
     drive, attached volumes), ``source`` and ``destination`` as
-    ``pool/image`` in clusters A and B.
+    ``pool/image`` in clusters A and B. ``convergence``: the manager's
+    verdict on the guest's memory copy once its dirty rate was reported
+    (``means``, ``reason``, ``max_bandwidth``, ``copy_timeout``, the
+    forecast), else None (nova_fedex.virt.libvirt.convergence).
     """
 
     @property
@@ -98,7 +102,8 @@ class CutoverPlan(collections.namedtuple(
                 terminal=Terminal(terminal['host'], int(terminal['port']),
                                   terminal['server_name']),
                 disks=[Disk(d['kind'], d['source'], d['destination'],
-                            d.get('volume_id')) for d in body['disks']])
+                            d.get('volume_id')) for d in body['disks']],
+                convergence=body.get('convergence'))
         except (KeyError, TypeError, ValueError) as e:
             raise exception.ManagerUnavailable(
                 request='the cutover plan', reason='malformed answer '

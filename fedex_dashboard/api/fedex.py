@@ -65,6 +65,12 @@ def migration_get(request, migration_id):
         return _client(request).migrations.get(migration_id)
 
 
+def wave_get(request, wave_id):
+    """A wave: its servers' states, progress, ETA and cutovers."""
+    with _failing('Unable to show wave %s' % wave_id):
+        return _client(request).waves.get(wave_id)
+
+
 def migration_create(request, servers, source_site, dest_site, name=None,
                      options=None):
     with _failing('Unable to create the migration'):

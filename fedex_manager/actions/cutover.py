@@ -7,14 +7,19 @@ Nova reports the end: COMPLETED, or ROLLED_BACK and catching up again.
 
 from oslo_config import cfg
 from oslo_log import log as logging
+import sqlalchemy as sa
 
+from fedex_manager.actions import forecast as forecast_mod
 from fedex_manager.actions import progress
 from fedex_manager import cinder
 from fedex_manager.db import api as db
+from fedex_manager.db import models
 from fedex_manager import jobs
 from fedex_manager import options as options_mod
 from fedex_manager import opts
+from fedex_manager import planner
 from fedex_manager import states
+from fedex_manager import waves
 from lsrp import exception
 
 CONF = cfg.CONF
@@ -67,6 +72,8 @@ def cutover_ready(ctx, migration):
         reasons.append('outside the cutover window %s-%s UTC' % (
             m['options']['cutover_window']['start'],
             m['options']['cutover_window']['end']))
+    # A wave's members take turns (max_parallel_cutovers).
+    reasons += waves.cutover_reasons(ctx, m)
     return {'ready': not reasons, 'reasons': reasons, 'state': m['state'],
             'last_round_bytes': m['last_round_bytes'],
             'downtime_budget': m['options'].get('downtime_budget')}
@@ -169,3 +176,126 @@ def volumes_to_destination(ctx, migration):
                          'Cinder volumes %s belong to site %s' % (
                              ', '.join(moved), site),
                          migration_id=m['id'])
+
+
+# The bound of a memory copy: twice its forecast, and a minute more (the
+# forecast is a model; a copy far beyond it will not end well either).
+COPY_TIMEOUT_FACTOR = 2.0
+COPY_TIMEOUT_MARGIN = 60.0
+MIB = float(1 << 20)
+
+
+def _memory_link(ctx, m):
+    """(bytes/s, round trip, explicit, notes) of the link the memory takes.
+
+    ``[planner] wan_link`` for the pair of sites (else the default, which
+    is not explicit), capped by the migration's rate cap in force now: the
+    memory stream shares the WAN with the catch-up, and QEMU is capped at
+    it when it is explicit.
+    """
+    # Here: plans reads Ceph and couriers, which the cutover's other
+    # callers need not import.
+    from fedex_manager.actions import plans
+
+    forecast_mod.register_opts(CONF)
+    src = db.get(ctx, 'site', m['source_site_id'])['name']
+    dst = db.get(ctx, 'site', m['dest_site_id'])['name']
+    cap = options_mod.rate_cap(m['options'])
+    notes = []
+    rate, rtt = plans.link_of(src, dst, notes, cap)
+    named = any(len(w) in (3, 4) and {w[0], w[1]} == {src, dst}
+                for w in (line.split() for line in CONF.planner.wan_link))
+    if cap and cap < rate:
+        rate = float(cap)
+        notes.append('the memory copy capped at the rate cap.')
+    return rate, rtt, bool(named or cap), notes
+
+
+def convergence(ctx, migration, figures):
+    """The check before a cutover's pause: how the memory crosses, or not.
+
+    ``figures``: what nova_fedex measured of the guest at the source, just
+    before the copy (``dirty_rate``, ``working_set``, ``memory``,
+    ``resident``: bytes and bytes/s). The forecast is the planner's
+    (:func:`fedex_manager.planner.memory_forecast`): the memory over the
+    link (``[planner] wan_link`` or the rate cap), the rest of the pause
+    (``[planner] pause_fixed``, the last round's bytes over the link as the
+    final delta, a round trip) against the migration's ``downtime_budget``,
+    and its ``convergence`` policy. Returns the verdict nova_fedex applies
+    (``means``: pre-copy, auto-converge or None, refused; ``reason``;
+    ``max_bandwidth``: QEMU's cap in bytes/s, only for a link stated in
+    the configuration or the rate cap; ``copy_timeout``: the bound of the
+    copy) with the forecast.
+    """
+    m = db.get(ctx, 'migration', migration)
+    conf = CONF.planner
+    rate, rtt, explicit, notes = _memory_link(ctx, m)
+    opts_ = m['options']
+    budget = opts_.get('downtime_budget') or None
+    policy = opts_.get('convergence') or planner.AUTO_CONVERGE
+    delta = m['last_round_bytes'] or 0
+    fixed = planner.parse_duration(conf.pause_fixed, 'pause_fixed')
+    other = fixed + delta / rate + rtt
+    memory = figures.get('resident') or figures['memory']
+    f = planner.memory_forecast(
+        memory, figures['dirty_rate'], rate,
+        planner.parse_duration(conf.memory_downtime, 'memory_downtime'),
+        other_pause=other, budget=budget, policy=policy,
+        working_set=figures.get('working_set'))
+    timeout = None
+    if f.copy_seconds is not None:
+        timeout = int(COPY_TIMEOUT_FACTOR * f.copy_seconds +
+                      COPY_TIMEOUT_MARGIN)
+    return {'means': f.means, 'reason': f.reason, 'policy': policy,
+            'budget': budget, 'link_rate': rate, 'round_trip': rtt,
+            'max_bandwidth': rate if explicit else None,
+            'copy_timeout': timeout if f.means else None,
+            'link': ' '.join(notes), 'forecast': f.as_dict(),
+            'measured': figures}
+
+
+def describe_convergence(server_id, verdict):
+    """One line for the event: measured, forecast, verdict."""
+    f, got = verdict['forecast'], verdict['measured']
+    samples = ', '.join('%.0f' % (x / MIB) for x in got.get('samples', []))
+    text = ('server %s dirties %.1f MiB/s (median of %s; working set %.0f '
+            'MiB; %.0f MiB to copy), link %.1f MiB/s: ' % (
+                server_id, got['dirty_rate'] / MIB, samples or '?',
+                (got.get('working_set') or 0) / MIB, f['memory'] / MIB,
+                verdict['link_rate'] / MIB))
+    if verdict['means']:
+        text += ('%s, memory copy %.1f s (bound %d s), expected pause %.2f s'
+                 % (verdict['means'], f['copy_seconds'],
+                    verdict['copy_timeout'], f['pause_seconds']))
+        if verdict['means'] == planner.AUTO_CONVERGE:
+            text += (', vCPUs throttled up to %d %%, because %s' % (
+                round(f['throttle'] * 100), verdict['reason']))
+        return text
+    return text + 'refused before the pause: %s' % verdict['reason']
+
+
+def record_convergence(ctx, migration, server_id, figures, host=None):
+    """nova_fedex's measure of a guest: the verdict, kept and told.
+
+    Kept with the migration's server (``servers[].convergence``, which
+    the cutover plan hands to nova_fedex) and in an event.
+    """
+    m = db.get(ctx, 'migration', migration)
+    if not any(s['server_id'] == server_id for s in m['servers']):
+        raise exception.NotFound(kind='server of migration %s' % m['id'],
+                                 id=server_id)
+    verdict = convergence(ctx, m['id'], figures)
+    verdict['measured_at'] = db.now().isoformat() + 'Z'
+    verdict['host'] = host
+    with db.writer(ctx) as session:
+        row = session.execute(sa.select(models.MigrationServer).where(
+            models.MigrationServer.migration_id == m['id'],
+            models.MigrationServer.server_id == server_id)).scalars().first()
+        row.convergence = verdict
+    db.add_event(ctx, 'migration', m['id'], 'cutover',
+                 'nova: dirty_rate (reported by %s): %s' % (
+                     host or '?', describe_convergence(server_id, verdict)),
+                 migration_id=m['id'],
+                 details=dict(verdict, event='dirty_rate',
+                              server_id=server_id))
+    return verdict

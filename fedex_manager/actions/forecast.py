@@ -133,6 +133,11 @@ class Route:
     pause_fixed: float
     plain_pause_fixed: float
     cutover_setup: float
+    # The pause allowed (the options' downtime_budget; None: any) and what
+    # a guest that would not converge gets: 'auto-converge' or 'refuse'
+    # (the options' convergence).
+    downtime_budget: float = None
+    convergence: str = 'refuse'
 
 
 def _rate(v):
@@ -163,43 +168,69 @@ def _cutovers(servers, route, left, warnings):
     writes = sum(s.write_rate for s in servers)
     out, elapsed = [], 0.0
     for s in servers:
-        copy = planner.memory_copy(s.memory, s.dirty_rate, route.link_rate,
-                                   route.memory_downtime)
+        # The cutover's own model (planner.memory_forecast): first for the
+        # copy's length, which sizes the final delta, then with the whole
+        # pause against the budget.
+        copy = _memory(s, route, route.pause_fixed + route.round_trip)
         row = {'server_id': s.server_id, 'memory_bytes': s.memory,
                'dirty_rate': s.dirty_rate, 'write_rate': s.write_rate,
-               'allocated_bytes': s.allocated, 'converges': copy is not None,
+               'allocated_bytes': s.allocated, 'converges': copy.converges,
+               'means': copy.means, 'throttle': copy.throttle,
                'memory_copy_seconds': None, 'memory_copy_rounds': None,
                'memory_bytes_over_wan': None, 'final_delta_bytes': None,
                'pause_seconds': None}
         out.append(row)
-        if copy is None:
+        if not copy.converges:
             warnings.append(
                 'server %s will not converge: its guest dirties memory at '
-                '%s, the link carries %s; QEMU\'s pre-copy would run until '
-                'Nova\'s completion timeout. Lower its dirty rate or give it '
-                'a faster link.' % (s.server_id, _rate(s.dirty_rate),
-                                    _rate(route.link_rate)))
+                '%s, the link carries %s (%s); %s' % (
+                    s.server_id, _rate(s.dirty_rate), _rate(route.link_rate),
+                    copy.reason, 'its cutover will be refused before the '
+                    'pause (convergence: refuse). Lower its dirty rate or '
+                    'give it a faster link.' if route.convergence == 'refuse'
+                    else 'not even with auto-converge.'))
             elapsed = None
             continue
         # The final delta: what the catch-up left, plus what the disks were
         # written since, while the servers before it were cut over.
         setup = route.cutover_setup if s.guest else 0.0
         share = left * s.write_rate / writes if writes else 0.0
-        window = (elapsed or 0.0) + setup + copy.time
+        window = (elapsed or 0.0) + setup + copy.copy_seconds
         delta = min(share + s.write_rate * window, s.allocated)
-        took = setup + copy.time + delta / route.link_rate + route.round_trip
-        row.update(memory_copy_seconds=copy.time,
+        copy = _memory(s, route, route.pause_fixed + delta / route.link_rate
+                       + route.round_trip)
+        row.update(converges=copy.converges, means=copy.means,
+                   throttle=copy.throttle)
+        if not copy.converges:
+            warnings.append('server %s will not converge: %s' % (
+                s.server_id, copy.reason))
+            elapsed = None
+            continue
+        if copy.means == planner.AUTO_CONVERGE:
+            warnings.append(
+                'server %s will not converge by pre-copy alone (%s): its '
+                'cutover throttles the vCPUs up to %d %% (auto-converge).' % (
+                    s.server_id, copy.reason, round(copy.throttle * 100)))
+        took = (setup + copy.copy_seconds + delta / route.link_rate +
+                route.round_trip)
+        row.update(memory_copy_seconds=copy.copy_seconds,
                    memory_copy_rounds=copy.rounds,
                    memory_bytes_over_wan=copy.wan_bytes,
                    final_delta_bytes=delta)
         if s.guest:
-            row['pause_seconds'] = (route.pause_fixed + copy.pause + delta
-                                    / route.link_rate + route.round_trip)
-            # The memory's last round is in copy.time already.
+            row['pause_seconds'] = copy.pause_seconds
+            # The memory's last round is in its copy already.
             took += route.pause_fixed
         if elapsed is not None:
             elapsed += took
     return out, elapsed
+
+
+def _memory(server, route, other_pause):
+    return planner.memory_forecast(
+        server.memory, server.dirty_rate, route.link_rate,
+        route.memory_downtime, other_pause=other_pause,
+        budget=route.downtime_budget, policy=route.convergence)
 
 
 def fedex(servers, route, warnings):
@@ -239,8 +270,11 @@ def wan_only(servers, route, warnings):
     """Plain live migrations with block migration, one after the other."""
     total, over_wan, pause = 0.0, 0.0, 0.0
     for s in servers:
-        copy = planner.memory_copy(s.memory, s.dirty_rate, route.link_rate,
-                                   route.memory_downtime)
+        # A plain live migration: Nova's stock pre-copy, no budget.
+        memory = planner.memory_forecast(
+            s.memory, s.dirty_rate, route.link_rate, route.memory_downtime,
+            policy='refuse')
+        copy = memory if memory.converges else None
         if s.write_rate >= route.link_rate:
             warnings.append(
                 'over the WAN alone, server %s will not converge: its disks '
@@ -253,16 +287,17 @@ def wan_only(servers, route, warnings):
         disk = planner.live_copy(s.allocated, s.write_rate, route.link_rate,
                                  route.memory_downtime)
         # The disks' mirror stays in step while the memory is copied.
-        mirrored = s.write_rate * copy.time
-        this = route.plain_pause_fixed + copy.pause + route.round_trip
+        mirrored = s.write_rate * copy.copy_seconds
+        this = (route.plain_pause_fixed + copy.memory_pause_seconds +
+                route.round_trip)
         if not s.guest:
             # Detached volumes: a block copy, no guest to pause.
             total += disk.time + route.round_trip
             over_wan += disk.wan_bytes
             continue
-        # The memory's last round is in copy.time already.
-        total += (route.cutover_setup + disk.time + copy.time + this
-                  - copy.pause)
+        # The memory's last round is in its copy already.
+        total += (route.cutover_setup + disk.time + copy.copy_seconds + this
+                  - copy.memory_pause_seconds)
         over_wan += disk.wan_bytes + mirrored + copy.wan_bytes
         pause = max(pause, this)
     if total is None:

@@ -102,22 +102,7 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
         inputs.bad('dest_site', 'source and destination are both %s'
                    % src['name'])
     opts = options_mod.validate(options)
-    terms = {}
-    for field, term, site in (('source_terminal', source_terminal, src),
-                              ('dest_terminal', dest_terminal, dst)):
-        if term is None:
-            candidates = sites.terminal_list(ctx, site['id'])
-            if not candidates:
-                inputs.bad(field, 'site %s has no terminal; register one'
-                           % site['name'])
-            up = [t for t in candidates if t['health'] == 'UP']
-            term = _least_busy(ctx, up or candidates)
-        else:
-            term = db.get(ctx, 'terminal', term)
-            if term['site_id'] != site['id']:
-                inputs.bad(field, 'terminal %s is not at site %s'
-                           % (term['name'], site['name']))
-        terms[field] = term
+    terms = choose_terminals(ctx, src, dst, source_terminal, dest_terminal)
     server_rows, volume_rows, seen = [], [], set()
     for i, server in enumerate(servers):
         server_rows.append(dict(server_id=server.get('server_id') or
@@ -145,7 +130,8 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
     if opts.get('shipment_group'):
         shipments.check_join(ctx, opts['shipment_group'],
                              terms['source_terminal']['id'],
-                             terms['dest_terminal']['id'])
+                             terms['dest_terminal']['id'],
+                             same_request=opts['shipment_group_closed'])
     values = dict(name=name, project_id=ctx.project_id,
                   user_id=ctx.user_id, source_site_id=src['id'],
                   dest_site_id=dst['id'], source_host=source_host,
@@ -168,6 +154,32 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
     return db.get(ctx, 'migration', mig['id'])
 
 
+def choose_terminals(ctx, src, dst, source_terminal=None,
+                     dest_terminal=None):
+    """{"source_terminal": row, "dest_terminal": row} of a new migration.
+
+    Those named (checked to be at their site), else the least busy of the
+    site's terminals that are UP (of all of them if none is).
+    """
+    terms = {}
+    for field, term, site in (('source_terminal', source_terminal, src),
+                              ('dest_terminal', dest_terminal, dst)):
+        if term is None:
+            candidates = sites.terminal_list(ctx, site['id'])
+            if not candidates:
+                inputs.bad(field, 'site %s has no terminal; register one'
+                           % site['name'])
+            up = [t for t in candidates if t['health'] == 'UP']
+            term = _least_busy(ctx, up or candidates)
+        else:
+            term = db.get(ctx, 'terminal', term)
+            if term['site_id'] != site['id']:
+                inputs.bad(field, 'terminal %s is not at site %s'
+                           % (term['name'], site['name']))
+        terms[field] = term
+    return terms
+
+
 def _least_busy(ctx, terminals):
     """The terminal with the fewest migrations under way.
 
@@ -186,12 +198,13 @@ def _least_busy(ctx, terminals):
                                          random.random()))
 
 
-def migrations_create(ctx, requests, one_shipment=False):
+def migrations_create(ctx, requests, one_shipment=False, group=None):
     """A wave: several migrations at once.
 
     All are validated before any is created: a bad one leaves nothing.
     ``one_shipment``: they travel together in the same shipments (a new
-    ``shipment_group``); they must share their source and destination.
+    ``shipment_group``, named ``group`` if given); they must share their
+    source and destination.
     """
     if not requests:
         inputs.bad('migrations', 'nothing to create')
@@ -203,9 +216,10 @@ def migrations_create(ctx, requests, one_shipment=False):
             inputs.bad('migrations', 'one shipment carries migrations of '
                        'one route; these go %s' % ', '.join(sorted(
                            '%s->%s' % r[:2] for r in routes)))
-        group = 'wave-%s' % uuid.uuid4().hex[:12]
+        group = group or 'wave-%s' % uuid.uuid4().hex[:12]
         requests = [dict(r, start=False, options=dict(
-            r.get('options') or {}, shipment_group=group)) for r in requests]
+            r.get('options') or {}, shipment_group=group,
+            shipment_group_closed=True)) for r in requests]
     for i, r in enumerate(requests):
         try:
             _dry_check(ctx, r)

@@ -348,7 +348,9 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
                                            'pause_fixed'),
         plain_pause_fixed=planner.parse_duration(
             conf.planner.plain_pause_fixed, 'plain_pause_fixed'),
-        cutover_setup=setup)
+        cutover_setup=setup,
+        downtime_budget=opts_['downtime_budget'] or None,
+        convergence=opts_['convergence'])
     notes['pause'].append(
         'a fixed %s ([planner] pause_fixed; %s for a plain live migration), '
         'the memory left when a pre-copy round fits %s ([planner] '

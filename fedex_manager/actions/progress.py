@@ -19,6 +19,8 @@ def annotate(m):
         'rounds': m.get('rounds'),
         'last_round_bytes': m.get('last_round_bytes')}
     m['allowed_actions'] = _allowed(m)
+    # The wave it belongs to (its shipment group: GET /v1/waves/<id>).
+    m['wave'] = (m.get('options') or {}).get('shipment_group')
     return m
 
 

@@ -135,7 +135,27 @@ def seal(terminal, params, progress):
         params['shipment_id'])
     found = labels(params['devices'])
     return {'manifest_digest': digest, 'labels': found,
-            'seal_digest': seal_digest(digest, found)}
+            'seal_digest': seal_digest(digest, found),
+            'device_bytes': device_bytes(params['devices'])}
+
+
+def device_bytes(devices):
+    """{serial: bytes of its files}: what the shipment holds, as sealed.
+
+    Recorded so that the dedup of a wave's shipment can be read (its
+    clones' common chunks are stored once: fedex_manager.waves).
+    """
+    out = {}
+    for path in devices:
+        total = 0
+        for root, _dirs, files in os.walk(path):
+            for name in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, name))
+                except OSError:
+                    pass        # a temporary file renamed meanwhile
+        out[device_serial(path)] = total
+    return out
 
 
 def labels(devices):

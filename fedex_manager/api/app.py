@@ -22,6 +22,7 @@ from fedex_manager.api.handlers import logistics
 from fedex_manager.api.handlers import migrations
 from fedex_manager.api.handlers import plans
 from fedex_manager.api.handlers import root
+from fedex_manager.api.handlers import waves
 from fedex_manager import context as context_mod
 
 LOG = logging.getLogger(__name__)
@@ -35,6 +36,10 @@ ROUTES = {
                                       'PATCH': migrations.update,
                                       'DELETE': migrations.delete},
     '/v1/migrations/{migration_id}/action': {'POST': migrations.action},
+    # Servers moved together: one migration each, one shipment group.
+    '/v1/waves': {'GET': waves.list_, 'POST': waves.create},
+    '/v1/waves/{wave_id}': {'GET': waves.show},
+    '/v1/waves/{wave_id}/action': {'POST': waves.action},
     '/v1/shipments': {'GET': logistics.shipment_list},
     '/v1/shipments/{shipment_id}': {'GET': logistics.shipment_show},
     '/v1/shipments/{shipment_id}/events': {'POST': logistics.shipment_event},

@@ -30,10 +30,10 @@ POOL = {'type': 'string', 'maxLength': 255,
 # (actions.migrations.migrations_create), not by an API caller.
 OPTIONS = dict(options.SCHEMA, properties={
     k: v for k, v in options.SCHEMA['properties'].items()
-    if k != 'shipment_group'})
+    if k not in ('shipment_group', 'shipment_group_closed')})
 # What a running migration's PATCH may change.
 UPDATABLE_OPTIONS = ('rate_cap', 'rate_schedule', 'downtime_budget',
-                     'cutover_window', 'cutover')
+                     'cutover_window', 'cutover', 'max_parallel_cutovers')
 
 IMAGE_SPEC = migrations.IMAGE_SPEC
 SERVER = {
@@ -76,6 +76,25 @@ MIGRATION_CREATE = {
         'pool_map': {'type': 'object', 'propertyNames': POOL,
                      'additionalProperties': POOL},
         'options': OPTIONS,
+    },
+}
+
+# A wave: servers only (each becomes a migration of the wave); its name
+# is its id, a shipment group's label.
+WAVE_CREATE = dict(MIGRATION_CREATE, required=['dest_site', 'servers'],
+                   properties=dict({
+                       k: v for k, v in MIGRATION_CREATE['properties'].items()
+                       if k != 'volumes'}, name=dict(
+                           options.LABEL, type='string')))
+
+WAVE_ACTION = {
+    'type': 'object', 'minProperties': 1, 'maxProperties': 1,
+    'additionalProperties': False,
+    'properties': {
+        'abort': {'type': 'object', 'additionalProperties': False,
+                  'properties': {'reason': {'type': 'string',
+                                            'maxLength': 1024}}},
+        'cutover': {'type': 'object', 'additionalProperties': False},
     },
 }
 
@@ -183,6 +202,7 @@ PLAN_CREATE = {
             'required': ['size'],
             'properties': {'size': SIZE, 'allocated': SIZE,
                            'write_rate': SIZE, 'memory': SIZE,
+                           'dirty_rate': SIZE,
                            'count': {'type': 'integer', 'minimum': 1}}}},
         'wan_bandwidth': POSITIVE,
         'device_write_rate': POSITIVE, 'device_read_rate': POSITIVE,

@@ -35,6 +35,8 @@ _EVENTS = models.Event.__table__
 # images counted, not listed (a show lists them).
 _INTERNAL = ('base_snapshot', 'last_snapshot', 'job_id', 'generation')
 _SERVER_KEYS = ('server_id', 'name', 'state')
+# A show's servers also give their memory copy's verdict (not a list's).
+_SHOWN_SERVER_KEYS = _SERVER_KEYS + ('convergence',)
 _LAST_EVENT_KEYS = ('id', 'kind', 'message', 'created_at')
 
 
@@ -135,7 +137,7 @@ def _build_summary_query(columns):
     ).select_from(table.outerjoin(last, last.c.id == newest))
 
 
-def _summaries(conn, query):
+def _summaries(conn, query, server_keys=_SERVER_KEYS):
     """Run a summary query; plain dicts with their servers and last event."""
     out = []
     for m in plain_rows(conn.execute(query)):
@@ -147,10 +149,10 @@ def _summaries(conn, query):
         by_id = {m['id']: m for m in out}
         for r in conn.execute(sa.select(
                 _SERVERS.c.migration_id,
-                *[_SERVERS.c[k] for k in _SERVER_KEYS]).where(
+                *[_SERVERS.c[k] for k in server_keys]).where(
                 _SERVERS.c.migration_id.in_(list(by_id))).order_by(
                 _SERVERS.c.id)):
-            by_id[r[0]]['servers'].append(dict(zip(_SERVER_KEYS, r[1:])))
+            by_id[r[0]]['servers'].append(dict(zip(server_keys, r[1:])))
     return out
 
 
@@ -181,8 +183,10 @@ def migration_get(ctx, ident, events_limit=0):
     table = _MIGRATIONS
     query = _summary_query(internal=True)
     with engine.reader_connection(ctx) as conn:
-        found = _summaries(conn, query.where(table.c.id == ident)) or \
-            _summaries(conn, query.where(table.c.name == ident).limit(1))
+        found = _summaries(conn, query.where(table.c.id == ident),
+                           _SHOWN_SERVER_KEYS) or \
+            _summaries(conn, query.where(table.c.name == ident).limit(1),
+                       _SHOWN_SERVER_KEYS)
         if not found:
             raise exception.NotFound(kind='migration', id=ident)
         m = found[0]

@@ -128,6 +128,10 @@ class MigrationServer(Base):
     server_id = sa.Column(sa.String(64), nullable=False, index=True)
     name = sa.Column(sa.String(255))
     state = sa.Column(sa.String(32))
+    # Its guest's memory at the cutover: the dirty rate nova_fedex measured
+    # and the manager's forecast and verdict on it
+    # (fedex_manager.actions.cutover.convergence).
+    convergence = sa.Column(sa.JSON)
 
 
 class MigrationVolume(Base):

@@ -39,7 +39,9 @@ from fedex_manager import states
 from fedex_sandbox import manager as sandbox_mod
 from fedex_sandbox.manager import demo_devices
 from fedex_sandbox.manager import event_follower
+from fedex_sandbox import relay
 from fedex_sandbox.services import guest_reader
+from fedex_sandbox import wan
 from lsrp import exception
 from lsrp.rbd import Cluster
 from lsrp.server import records
@@ -190,6 +192,8 @@ class CloudDemo(object):
                 '--host', SITE_B_HOST, '--cutover', 'automatic', '--wait',
                 sid]
         out('$ openstack %s' % ' '.join(argv))
+        link = wan.SandboxWan(self.sb)
+        wan_before = wan.by_path(link.stats())
         started = time.monotonic()
         try:
             code, cli_out = self._follow(argv)
@@ -201,6 +205,9 @@ class CloudDemo(object):
             raise exception.SandboxError(reason='demo: no migration was '
                                          'created: %s' % cli_out[-800:])
         m = db.get(self.ctx, 'migration', self.migration_id)
+        # The relay writes its counters every second.
+        time.sleep(relay.STATS_INTERVAL + 0.2)
+        per_path = wan.difference(wan_before, wan.by_path(link.stats()))
         shown = self.os('server', 'show', sid)
         volume = self.os('volume', 'show', self.volume_id)
 
@@ -251,6 +258,10 @@ class CloudDemo(object):
             'volume_zone': volume['availability_zone'],
             'bytes_shipped': sum(o['bytes_done'] or 0 for o in exported),
             'bytes_over_wan': self.wan_bytes(m),
+            # What crossed the emulated WAN during the migrate command,
+            # per path (the relay's counters; both directions).
+            'wan_bytes_per_path': per_path,
+            'wan': link.settings(),
             'volume_data_bytes': self.fill,
             'rounds': m['rounds'],
             'pause_seconds': round(pause, 3) if pause is not None else None,
@@ -278,6 +289,12 @@ class CloudDemo(object):
                 report['volume_host'], report['pause_seconds'],
                 report['guest_clock_gap_seconds'], report['bytes_shipped'],
                 report['bytes_over_wan'], self.fill // MiB, m['rounds']))
+        out('over the WAN (%s) during the migration: %s' % (
+            ', '.join('%s %s' % (k, v) for k, v in sorted(
+                (link.settings() or {}).items())) or 'not up',
+            '; '.join('%s %.1f MiB out, %.1f MiB back' % (
+                path, b['sent'] / MiB, b['received'] / MiB)
+                for path, b in sorted(per_path.items()))))
         out('destination == source (rbd export | sha256sum, root disk and '
             'volume): %s' % ('yes' if report['destination_equals_source']
                              else 'NO'))

@@ -266,7 +266,7 @@ class Deployment(object):
             'agent': {'name': name, 'site': site,
                       'slots_dir': self.slots_dir(site),
                       'heartbeat_interval': 2,
-                      'lsrp_address': '127.0.0.1:%d' % port,
+                      'lsrp_address': self.lsrp_address(port),
                       **self.agent_options},
             'server': {'name': name, 'host': '127.0.0.1', 'port': port,
                        'tls_ca': ca, 'tls_cert': cert, 'tls_key': key,
@@ -280,6 +280,16 @@ class Deployment(object):
                          'checkpoint_mib': self.checkpoint_mib},
         })
         return sections
+
+    def lsrp_address(self, port):
+        """Where other terminals and the computes reach a terminal's port.
+
+        With the sandbox's WAN on (the mini-cloud's, or ``fedex-sandbox
+        wan-up``), its catch-up face: what crosses sites crosses the link.
+        The terminal itself listens on loopback.
+        """
+        from fedex_sandbox import wan
+        return wan.sandbox_lsrp_address(self.sb, port)
 
     # --- processes -------------------------------------------------------------
 
@@ -343,7 +353,7 @@ class Deployment(object):
         slots = self.extra_slots_dir(site, n)
         os.makedirs(slots, exist_ok=True)
         sections['agent'].update(name=name, slots_dir=slots,
-                                 lsrp_address='127.0.0.1:%d' % port)
+                                 lsrp_address=self.lsrp_address(port))
         sections['server'].update(
             name=name, port=port,
             tls_cert=os.path.join(self.sb.pki, name + '.pem'),

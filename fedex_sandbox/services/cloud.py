@@ -33,6 +33,7 @@ from fedex_sandbox import processes
 from fedex_sandbox.services import base
 from fedex_sandbox.services import confs
 from fedex_sandbox.services import ports
+from fedex_sandbox import wan as wan_mod
 from lsrp import exception
 
 LOG = logging.getLogger(__name__)
@@ -157,12 +158,13 @@ class Host(object):
                  secret_uuid=state['secrets'][self.site])
         (v['terminal_name'], v['tls_ca'], v['tls_cert'],
          v['tls_key']) = self.cloud.sandbox.terminal(self.site)
+        v.update(self.wan_values())
         v['privsep'] = '%s/bin/privsep-helper --config-file %s ' \
             '--config-file %s' % (self.cloud.venv, self.cloud.conf('nova'),
                                   self.conf)
         write(os.path.join(etc, 'libvirtd.conf'), confs.LIBVIRTD.format(**v))
         write(os.path.join(etc, 'qemu.conf'), confs.QEMU.format(**v))
-        write(self.conf, confs.NOVA_COMPUTE.format(**v))
+        self.conf_changed = write(self.conf, confs.NOVA_COMPUTE.format(**v))
         hosts = os.path.join(self.dir, 'etc-hosts')
         write(hosts, '127.0.0.1 localhost\n%s %s\n' % (
             self.address, self.name))
@@ -172,6 +174,15 @@ class Host(object):
         binds.append('mount --bind %s /etc/hosts' % hosts)
         write(self.init, confs.HOST_INIT.format(host=self.name,
                                                 binds='\n'.join(binds)))
+
+    def wan_values(self):
+        """[fedex] options of this host for the sandbox's WAN."""
+        link = wan_mod.SandboxWan(self.cloud.sandbox)
+        every = (link.settings() or {}).get('every_migration_to') or []
+        return {'wan_address': link.host_face(self.index),
+                'wan_for_every_migration': self.name in every,
+                'terminal_hosts': '%s:%s' % (link.catchup_face(),
+                                             link.final_delta_face())}
 
     def define_secrets(self):
         """Both sites' cephx keys, so guests of either cluster can run here."""
@@ -207,10 +218,18 @@ class HostService(base.Service):
 
 
 def write(path, text):
+    """Write ``text`` to ``path``; returns whether the file changed."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return False
+    except FileNotFoundError:
+        pass
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path + '.tmp', 'w') as f:
         f.write(text)
     os.replace(path + '.tmp', path)
+    return True
 
 
 class Cloud(base.ServiceSet):
@@ -628,6 +647,9 @@ class Cloud(base.ServiceSet):
         """
         self._check_venv()
         begin = time.monotonic()
+        # Every path between the sites crosses the emulated WAN: up first,
+        # as the operator last shaped it (wan.json) or fast by default.
+        wan_state = wan_mod.SandboxWan(self.sandbox).ensure()
         self.configure()
         self.shared.sql(''.join(
             'CREATE DATABASE IF NOT EXISTS `%s` CHARACTER SET utf8mb4;' % db
@@ -682,6 +704,10 @@ class Cloud(base.ServiceSet):
                 h.define_secrets()
                 self._mark('secrets-' + h.name)
             svc = h.nova_compute(h.init_pid())
+            if getattr(h, 'conf_changed', False) and svc.pid() is not None:
+                # Its [fedex] WAN options changed (wan-up --every-migration-to).
+                LOG.info('%s: new configuration, restarting', svc.name)
+                svc.stop()
             ensure(svc)
         for e in self.extra_services():
             ensure(e.service)
@@ -689,6 +715,7 @@ class Cloud(base.ServiceSet):
         self._step('discover-hosts', self._wait_computes)
         self._applied('resources', self.resources_spec(),
                       lambda spec: self._setup('resources', spec))
+        result['wan'] = wan_state
         LOG.info('openstack up in %.1f s', time.monotonic() - begin)
         return result
 
@@ -710,6 +737,8 @@ class Cloud(base.ServiceSet):
 
     def destroy(self):
         self.down()
+        # The link up brought (its relay names our directory).
+        wan_mod.SandboxWan(self.sandbox).down(keep_guard=False)
         for db in DATABASES:
             try:
                 self.shared.sql('DROP DATABASE IF EXISTS `%s`;' % db)

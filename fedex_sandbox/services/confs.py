@@ -151,6 +151,12 @@ terminal_name = {terminal_name}
 tls_ca = {tls_ca}
 tls_cert = {tls_cert}
 tls_key = {tls_key}
+# The emulated WAN (fedex_sandbox/wan.py): this host's face there, where a
+# compute of the other site reaches its libvirtd and QEMU for a cutover (or
+# its rollback); the terminals' catch-up face -> their final-delta face.
+wan_address = {wan_address}
+wan_for_every_migration = {wan_for_every_migration}
+terminal_hosts = {terminal_hosts}
 region_name = RegionOne
 {auth_fedex}
 """
@@ -305,7 +311,16 @@ hostname {host}
     -f /etc/libvirt/libvirtd.conf &
 LIBVIRTD=$!
 trap 'kill -TERM $LIBVIRTD 2>/dev/null; wait $LIBVIRTD; exit 0' TERM
-while kill -0 $LIBVIRTD 2>/dev/null; do wait $LIBVIRTD || true; done
+# libvirtd-supervised: as systemd's Restart=on-failure of libvirtd.service,
+# a libvirtd that dies is started again after 2 s; the guests (QEMU) keep
+# running and the new libvirtd reconnects to them (tests/soak kills it).
+while true; do
+    while kill -0 $LIBVIRTD 2>/dev/null; do wait $LIBVIRTD || true; done
+    sleep 2
+    /usr/sbin/libvirtd --listen --pid-file /run/libvirt/fedex-libvirtd.pid \\
+        -f /etc/libvirt/libvirtd.conf &
+    LIBVIRTD=$!
+done
 """
 
 # Barbican's API reads its configuration from oslo.config's default places

@@ -12,6 +12,7 @@ Artifacts are cached by kernel version in ``FEDEX_GUEST_CACHE`` (default
 """
 
 import glob
+import hashlib
 import lzma
 import os
 import shutil
@@ -29,8 +30,56 @@ RING_OFFSET = 1 << 20
 SLOT = 512
 SLOTS = 256
 PERIOD_US = 20000
+# The memory-dirtying knob (see DIRTIER): fedex_dirty_mb_s=N on the kernel
+# command line, at most this many MiB/s (the guest has 256 MiB).
+DIRTY_PARAM = 'fedex_dirty_mb_s'
+DIRTY_MAX_MIB_S = 64
+# The kernel command line of a guest that dirties ``n`` MiB/s: Glance's
+# ``os_command_line`` replaces Nova's whole default, so it repeats it.
+BASE_CMDLINE = 'root=/dev/vda console=tty0 console=ttyS0 console=hvc0'
 MODULES = ('virtio_ring', 'virtio', 'virtio_pci_legacy_dev',
            'virtio_pci_modern_dev', 'virtio_pci', 'virtio_blk')
+
+# With fedex_dirty_mb_s=N (1..64) on /proc/cmdline, a second loop rewrites
+# an N MiB working set in a tmpfs every second: distinct pages, N MiB/s,
+# what QEMU's pre-copy must send again and libvirt's dirty-rate calculation
+# sees. Non-zero bytes (QEMU sends zero pages as a flag), and two seeds
+# written in turn: page-sampling compares page digests, and a page
+# rewritten with the same bytes would not count as dirty. Niced below the
+# tick loop, so the counter keeps its ~20 ms period.
+DIRTIER = """\
+dirty=0
+for w in $(cat /proc/cmdline); do
+    case $w in {param}=*) dirty=${{w#{param}=}};; esac
+done
+case $dirty in ''|*[!0-9]*) dirty=0;; esac
+[ "$dirty" -gt {max} ] && dirty={max}
+if [ "$dirty" -gt 0 ]; then
+    mkdir -p /dirty
+    mount -t tmpfs -o size=$((dirty + 4))m tmpfs /dirty
+    dd if=/dev/urandom of=/dirty/seed0 bs=1048576 count=1 2>/dev/null
+    dd if=/dev/urandom of=/dirty/seed1 bs=1048576 count=1 2>/dev/null
+    echo "fedex-guest: dirtying $dirty MiB/s of memory" > /dev/ttyS0
+    (
+        k=0
+        while true; do
+            read t0 rest < /proc/uptime
+            k=$((1 - k))
+            i=0
+            while [ $i -lt $dirty ]; do
+                dd if=/dirty/seed$k of=/dirty/ws bs=1048576 seek=$i \\
+                    count=1 conv=notrunc 2>/dev/null
+                i=$((i + 1))
+            done
+            # The rest of the second (uptime in centiseconds).
+            read t1 rest < /proc/uptime
+            left=$((100 - (${{t1%.*}}${{t1#*.}} - ${{t0%.*}}${{t0#*.}})))
+            [ $left -gt 0 ] && usleep $((left * 10000))
+        done
+    ) &
+    renice -n 19 $! >/dev/null 2>&1
+fi
+"""
 
 INIT = """\
 #!/bin/busybox sh
@@ -41,7 +90,7 @@ mount -t devtmpfs dev /dev
 for m in {modules}; do insmod /lib/modules/$m.ko 2>/dev/null; done
 echo "fedex-guest: up, ticking to /dev/vda (and /dev/vdb when attached)" \\
     > /dev/ttyS0
-n=0
+{dirtier}n=0
 while true; do
     n=$((n + 1))
     read up idle < /proc/uptime
@@ -95,13 +144,52 @@ def kernel_package():
                                  'behind %s' % KERNEL_META)
 
 
+def init_script():
+    """The initramfs's /init, as built now."""
+    return INIT.format(modules=' '.join(MODULES), slots=SLOTS,
+                       dirtier=DIRTIER.format(param=DIRTY_PARAM,
+                                              max=DIRTY_MAX_MIB_S),
+                       first_slot=RING_OFFSET // SLOT, pad=SLOT - 1,
+                       slot=SLOT, period=PERIOD_US)
+
+
+def init_digest():
+    """Short digest of :func:`init_script`: names an initramfs's version."""
+    return hashlib.sha256(init_script().encode()).hexdigest()[:12]
+
+
+def cmdline(dirty_mib_s=0):
+    """The kernel command line of a guest dirtying ``dirty_mib_s`` MiB/s.
+
+    For Glance's ``os_command_line`` image property, which replaces Nova's
+    whole default command line (:data:`BASE_CMDLINE`).
+    """
+    if dirty_mib_s:
+        return '%s %s=%d' % (BASE_CMDLINE, DIRTY_PARAM, int(dirty_mib_s))
+    return BASE_CMDLINE
+
+
 def build(target):
-    """Build (or reuse) kernel, initramfs and disk; returns their paths."""
+    """Build (or reuse) kernel, initramfs and disk; returns their paths.
+
+    The initramfs is built again when its /init changed (``initrd.init``
+    keeps the digest it was built from). A cloud that registered an older
+    one in Glance keeps booting that one: Glance images are immutable and
+    ``fedex-sandbox up`` re-uploads none that is active. A test that needs
+    this init registers its own (see ``tests/scenarios/test_convergence``).
+    """
     os.makedirs(target, exist_ok=True)
     files = {'kernel': os.path.join(target, 'vmlinuz'),
              'initrd': os.path.join(target, 'initrd.cpio'),
              'disk': os.path.join(target, 'disk.raw')}
-    if all(os.path.exists(p) for p in files.values()):
+    stamp = os.path.join(target, 'initrd.init')
+    digest = init_digest()
+    try:
+        with open(stamp) as f:
+            current = f.read().strip() == digest
+    except OSError:
+        current = False
+    if current and all(os.path.exists(p) for p in files.values()):
         return files
     busybox = '/bin/busybox'
     if not os.path.exists(busybox):
@@ -121,9 +209,7 @@ def build(target):
                         os.path.join(root, 'lib', 'modules'))
         init = os.path.join(root, 'init')
         with open(init, 'w') as f:
-            f.write(INIT.format(modules=' '.join(MODULES), slots=SLOTS,
-                                first_slot=RING_OFFSET // SLOT,
-                                pad=SLOT - 1, slot=SLOT, period=PERIOD_US))
+            f.write(init_script())
         os.chmod(init, 0o755)
         names = _run(['find', '.'], cwd=root)
         with open(files['initrd'] + '.tmp', 'wb') as out:
@@ -131,8 +217,11 @@ def build(target):
                            input=names.encode(), stdout=out, cwd=root,
                            check=True, stderr=subprocess.DEVNULL)
         os.replace(files['initrd'] + '.tmp', files['initrd'])
-    with open(files['disk'], 'wb') as f:
-        f.truncate(DISK_MIB << 20)
+    if not os.path.exists(files['disk']):
+        with open(files['disk'], 'wb') as f:
+            f.truncate(DISK_MIB << 20)
+    with open(stamp, 'w') as f:
+        f.write(digest + '\n')
     return files
 
 

@@ -208,6 +208,40 @@ class ProjectMigrationsTests(base.TestCase):
         self.assertIn('cutover threshold 64.0 MiB', html)
         self.assertIn('fill="#5cb85c"', html)   # round 3 under threshold
 
+    @mock.patch(API + 'wave_get')
+    @mock.patch(API + 'event_list', return_value=[])
+    @mock.patch(API + 'migration_get')
+    def test_wave_tab_a_row_per_server(self, m_get, _events, m_wave,
+                                       _sites):
+        m_get.return_value = base.migration('m-1', wave='wave-7')
+        server = {'migration_id': 'm-1', 'name': 'wave-7-1',
+                  'server_id': 'srv-a', 'state': 'COMPLETED',
+                  'progress': {'percent': 100.0, 'eta_seconds': None},
+                  'cutovers': [{'started_at': '2026-11-27T18:00:00Z',
+                                'ended_at': '2026-11-27T18:00:41Z',
+                                'outcome': 'COMPLETED', 'seconds': 41.0}],
+                  'waiting': None}
+        m_wave.return_value = {
+            'id': 'wave-7', 'state': 'READY_FOR_CUTOVER',
+            'max_parallel_cutovers': 2, 'device_bytes': 60 * 1024 ** 2,
+            'progress': {'percent': 97.0, 'servers': 2, 'completed': 1,
+                         'cutting_over': 0, 'eta_seconds': 95},
+            'servers': [server, dict(
+                server, migration_id='m-2', name='wave-7-2',
+                server_id='srv-b', state='READY_FOR_CUTOVER',
+                progress={'percent': 94.0, 'eta_seconds': 12},
+                cutovers=[], waiting='1 server(s) of wave wave-7 cutting '
+                'over (m-3), its max_parallel_cutovers = 1')]}
+        res = self.client.get(detail('m-1'))
+        html = res.content.decode()
+        m_wave.assert_called_once_with(mock.ANY, 'wave-7')
+        self.assertIn('id="wave_servers"', html)
+        self.assertIn('srv-b', html)
+        self.assertIn('COMPLETED (41s)', html)
+        self.assertIn('its max_parallel_cutovers = 1', html)
+        self.assertIn('1m 35s', html)           # the wave's ETA
+        self.assertIn('60.0 MiB', html)         # on the devices
+
     @mock.patch(API + 'migration_get')
     def test_detail_of_a_missing_migration_goes_back(self, m_get, _sites):
         m_get.side_effect = fedex.FedexAPIError(

@@ -32,8 +32,10 @@ from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.actions import sites as site_actions
 from fedex_manager.db import api as db
 from fedex_manager import states
+from fedex_sandbox import relay
 from fedex_sandbox.services import cloud as cloud_mod
 from fedex_sandbox.services import guest_reader
+from fedex_sandbox import wan
 from lsrp.server import records
 from tests.functional.manager import base
 from tests.openstack import api_fixtures as fx
@@ -241,11 +243,16 @@ class TestNovaCutover(CutoverTestCase):
                                        image) for site in ('site-a', 'site-b'))
         self.addCleanup(poll_a.stop)
         self.addCleanup(poll_b.stop)
+        link = wan.SandboxWan(self.sandbox)
+        wan_before = wan.by_path(link.stats())
         began = time.monotonic()
         out = self.migrate(sid)
         api_to_end = time.monotonic() - began
         poll_a.stop()
         poll_b.stop()
+        time.sleep(relay.STATS_INTERVAL + 0.2)
+        self.assert_crossed_the_wan(wan.difference(
+            wan_before, wan.by_path(link.stats())))
 
         shown = self.show(sid)
         self.assertEqual('ACTIVE', shown['status'], out)
@@ -294,6 +301,21 @@ class TestNovaCutover(CutoverTestCase):
                   '%.3f' % pause if pause is not None else '?'))
         self.assertEqual(states.COMPLETED, m['state'])
         self.assert_belongs_to_b(sid, m)
+
+    def assert_crossed_the_wan(self, per_path):
+        """Every path between the sites went through the emulated WAN.
+
+        The mini-cloud brings the link up (fedex_sandbox/wan.py): QEMU's
+        memory stream and libvirt's control to site B's host face, the
+        final delta and the catch-up to the terminals' faces. The guest
+        (256 MB, a busybox init, its kernel and page cache) is far more
+        than 10 MB of pages that are not zero.
+        """
+        print('over the WAN: %s' % per_path)
+        self.assertGreater(per_path['memory']['sent'], 10 << 20, per_path)
+        for path in ('control', 'final-delta', 'catch-up'):
+            self.assertGreater(per_path[path]['sent'], 0, per_path)
+            self.assertGreater(per_path[path]['received'], 0, per_path)
 
     def assert_belongs_to_b(self, sid, m):
         """Unlocked, and Nova schedules the server inside site B now.

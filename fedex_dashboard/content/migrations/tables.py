@@ -254,3 +254,37 @@ class EventsTable(tables.DataTable):
     class Meta(object):
         name = 'events'
         verbose_name = _('Events')
+
+
+def _cutover(s):
+    """A wave server's last cutover: outcome (or running) and seconds."""
+    runs = s.get('cutovers') or []
+    if not runs:
+        return s.get('waiting') or '-'
+    last = runs[-1]
+    if last.get('outcome') is None:
+        return _('running since %s') % last['started_at']
+    return '%s (%s)' % (last['outcome'], units.duration(last['seconds']))
+
+
+class WaveServersTable(tables.DataTable):
+    """The servers of a wave: each one's migration, state, progress, ETA."""
+
+    server = tables.Column('server_id', verbose_name=_('Server'))
+    migration = tables.Column('name', verbose_name=_('Migration'),
+                              empty_value='-')
+    state = tables.Column('state', verbose_name=_('State'))
+    progress = tables.Column(
+        lambda s: '-' if (s.get('progress') or {}).get('percent') is None
+        else '%s%%' % s['progress']['percent'], verbose_name=_('Progress'))
+    eta = tables.Column(
+        lambda s: units.duration((s.get('progress') or {}).get(
+            'eta_seconds')), verbose_name=_('ETA'))
+    cutover = tables.WrappingColumn(_cutover, verbose_name=_('Cutover'))
+
+    def get_object_id(self, datum):
+        return datum['migration_id']
+
+    class Meta(object):
+        name = 'wave_servers'
+        verbose_name = _('Servers of the wave')

@@ -139,7 +139,50 @@ class EventsTab(tabs.TableTab):
             return []
 
 
+class WaveTab(tabs.TableTab):
+    """The wave the migration belongs to: a row per server.
+
+    Each server's state, progress, ETA and cutover (its outcome and
+    length, or why it waits: its turn, the window, an approval); above
+    the table the wave's own progress, ETA and device bytes.
+    """
+    name = _('Wave')
+    slug = 'wave'
+    table_classes = (m_tables.WaveServersTable,)
+    template_name = 'fedex/migrations/_wave.html'
+
+    def allowed(self, request):
+        return bool(self.tab_group.kwargs['migration'].get('wave'))
+
+    def _wave(self):
+        if not hasattr(self, '_shown'):
+            m = self.tab_group.kwargs['migration']
+            try:
+                self._shown = fedex.wave_get(self.request, m['wave'])
+            except fedex.FedexAPIError as e:
+                exceptions.handle(self.request, str(e))
+                self._shown = None
+        return self._shown
+
+    def get_wave_servers_data(self):
+        w = self._wave()
+        return (w or {}).get('servers') or []
+
+    def get_context_data(self, request, **kwargs):
+        context = super().get_context_data(request, **kwargs)
+        w = self._wave() or {}
+        p = w.get('progress') or {}
+        context['wave'] = w
+        context['wave_progress'] = {
+            'percent': p.get('percent'), 'servers': p.get('servers'),
+            'completed': p.get('completed'),
+            'cutting_over': p.get('cutting_over'),
+            'eta': units.duration(p.get('eta_seconds')),
+            'device_bytes': units.size(w.get('device_bytes'))}
+        return context
+
+
 class MigrationDetailTabs(tabs.DetailTabsGroup):
     slug = 'migration_details'
-    tabs = (OverviewTab, ShipmentTab, CatchupTab, EventsTab)
+    tabs = (OverviewTab, WaveTab, ShipmentTab, CatchupTab, EventsTab)
     sticky = True

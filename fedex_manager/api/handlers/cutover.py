@@ -20,7 +20,7 @@ from fedex_manager import policy
 from fedex_manager import states
 from lsrp import exception
 
-EVENTS = ('refused', 'migrating', 'paused_at_destination', 'delta_applied',
+EVENTS = ('dirty_rate', 'refused', 'migrating', 'paused_at_destination', 'delta_applied',
           'resumed', 'completed', 'rolled_back', 'stranded',
           # After the resume: whole images compared (nova_fedex).
           'final_state_checked', 'final_state_mismatch',
@@ -78,6 +78,7 @@ def plan(ctx, m, server_id):
     shipments = sorted({v['shipment_id'] for v in m['volumes']
                         if v['shipment_id']})
     shipment = db.get(ctx, 'shipment', shipments[0]) if shipments else None
+    server = [s for s in m['servers'] if s['server_id'] == server_id]
     disks = [{'kind': v['kind'], 'source': v['source_image'],
               'destination': v['dest_image'], 'volume_id': v['volume_id']}
              for v in m['volumes'] if v['server_id'] in (server_id, None)]
@@ -89,7 +90,9 @@ def plan(ctx, m, server_id):
             'destination_cluster': _cluster(dest),
             'terminal': {'host': host, 'port': port,
                          'server_name': terminal['name']},
-            'disks': disks}
+            'disks': disks,
+            # The verdict on its memory copy, once nova_fedex measured it.
+            'convergence': server[0].get('convergence') if server else None}
 
 
 def show(req):
@@ -126,6 +129,17 @@ def event(req):
     m = db.get(ctx, 'migration', req.urlvars['migration_id'])
     details = body.get('details') or {}
     name = body['event']
+    if name == 'dirty_rate':
+        # The check before the pause: the verdict, kept and told.
+        try:
+            cutover_actions.record_convergence(
+                ctx, m['id'], details.get('server_id'), details,
+                host=body.get('host'))
+        except (KeyError, TypeError, ValueError,
+                exception.InvalidPlanInput) as e:
+            raise exception.InvalidInput(field='dirty_rate details',
+                                         reason=str(e))
+        return util.json_response(202, {'event': name})
     db.add_event(ctx, 'migration', m['id'], 'cutover',
                  event_text(name, body.get('host'), details),
                  migration_id=m['id'], details=dict(details, event=name))

@@ -35,6 +35,9 @@ def build(body):
             write_rate=planner.parse_rate(vm.get('write_rate', 0),
                                           field + 'write_rate'),
             memory=planner.parse_size(vm.get('memory', 0), field + 'memory'),
+            dirty_rate=planner.parse_rate(vm['dirty_rate'],
+                                          field + 'dirty_rate')
+            if 'dirty_rate' in vm else None,
             count=vm.get('count', 1)))
     link = {'wan_bandwidth': planner.parse_rate(body['wan_bandwidth'],
                                                 'wan_bandwidth')}
@@ -73,7 +76,12 @@ def forecast(ctx, body):
 def _body(req):
     """The body, checked against the fleet plan's or the forecast's schema."""
     raw = util.extract_json(req, {'type': 'object'})
-    return util.extract_json(req, schemas.PLAN_FORECAST if 'migration' in raw
+    # A forecast's own fields without its migration: the forecast's schema,
+    # whose error names the missing migration (not the fleet plan's vms).
+    forecast_only = set(schemas.PLAN_FORECAST['properties']) - set(
+        schemas.PLAN_CREATE['properties'])
+    return util.extract_json(req, schemas.PLAN_FORECAST
+                             if forecast_only & set(raw)
                              else schemas.PLAN_CREATE)
 
 

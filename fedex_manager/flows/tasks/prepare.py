@@ -125,7 +125,12 @@ class Snapshot(Prepare):
                     'bytes_total': total or x['bytes_total']})
 
     def _window(self, ctx, m, generation):
-        """Let more migrations join the group for a while after the first."""
+        """Let more migrations join the group for a while after the first.
+
+        Not a group made whole by one request (a wave): none can join it.
+        """
+        if m['options'].get('shipment_group_closed'):
+            return
         created = db.utcfromiso(m['created_at'])
         window = CONF.conductor.shipment_group_window
         announced = False

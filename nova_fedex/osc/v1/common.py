@@ -15,7 +15,8 @@ MIGRATION_COLUMNS = ('id', 'name', 'state', 'project_id', 'source_site',
                      'dest_site', 'dest_host', 'servers', 'images',
                      'progress', 'rounds', 'rate', 'eta_seconds',
                      'cutover', 'cutover_approved', 'allowed_actions',
-                     'last_error', 'shipments', 'created_at', 'updated_at')
+                     'last_error', 'shipments', 'convergence', 'created_at',
+                     'updated_at')
 LIST_COLUMNS = ('id', 'name', 'state', 'servers', 'progress', 'updated_at')
 DONE = ('READY_FOR_CUTOVER', 'COMPLETED', 'CLEANED')
 AUTOMATIC_DONE = ('COMPLETED', 'CLEANED')
@@ -133,8 +134,33 @@ def migration_row(m, columns=MIGRATION_COLUMNS):
                      for s in shipments)),
         'source_site': m.get('source_site_id'),
         'dest_site': m.get('dest_site_id'),
+        'convergence': convergence_column(m.get('servers', [])),
     })
     return tuple(flat.get(c) for c in columns)
+
+
+def convergence_column(servers):
+    """Each server's measured dirty rate and the verdict on its memory copy.
+
+    Typed for ``-f json`` ({server: verdict}); in a table one line per
+    measured server.
+    """
+    found = {s['server_id']: s['convergence'] for s in servers
+             if s.get('convergence')}
+    lines = []
+    for sid, v in sorted(found.items()):
+        f = v.get('forecast') or {}
+        line = '%s: dirty %.1f MiB/s, link %.1f MiB/s, ' % (
+            sid, (v.get('measured') or {}).get('dirty_rate', 0) / 2.0 ** 20,
+            (v.get('link_rate') or 0) / 2.0 ** 20)
+        if v.get('means'):
+            line += '%s, copy %.1f s, pause %.2f s' % (
+                v['means'], f.get('copy_seconds') or 0,
+                f.get('pause_seconds') or 0)
+        else:
+            line += 'refused: %s' % v.get('reason')
+        lines.append(line)
+    return Column(found, '\n'.join(lines))
 
 
 def progress_line(m):

@@ -19,11 +19,16 @@ def _option_args(parser):
                              'fedex migration cutover" (default).')
     parser.add_argument('--cutover-window', metavar='<HH:MM-HH:MM>',
                         help='Daily UTC window for the cutover.')
+    parser.add_argument('--convergence', choices=['auto-converge', 'refuse'],
+                        help='A guest whose memory copy would not fit the '
+                             'downtime budget: cut over with its vCPUs '
+                             'throttled (default), or refuse its cutover '
+                             'before the pause.')
 
 
 def _options(args):
     out = {}
-    for key in ('rate_cap', 'downtime_budget', 'cutover'):
+    for key in ('rate_cap', 'downtime_budget', 'cutover', 'convergence'):
         if getattr(args, key, None) is not None:
             out[key] = getattr(args, key)
     if getattr(args, 'cutover_window', None):

@@ -8,7 +8,8 @@ from osc_lib import exceptions
 
 from nova_fedex.osc.v1 import common
 
-FIELDS = ('size', 'allocated', 'write_rate', 'memory', 'count')
+FIELDS = ('size', 'allocated', 'write_rate', 'memory', 'dirty_rate',
+          'count')
 
 
 def parse_vm(text):
@@ -46,7 +47,7 @@ class CreatePlan(command.ShowOne):
         parser.add_argument(
             '--vm', action='append', required=True, type=parse_vm,
             metavar='size=<s>[,allocated=<s>][,write_rate=<r>]'
-                    '[,memory=<s>][,count=<n>]',
+                    '[,memory=<s>][,dirty_rate=<r>][,count=<n>]',
             help='A group of identical VMs; repeat for more groups. Sizes '
                  'like 50GB or 4GiB, rates like 1MB/s or 10Mbit/s.')
         parser.add_argument('--name', metavar='<name>',

@@ -41,6 +41,7 @@ from lsrp import exception
 from nova_fedex import conf as fedex_conf
 from nova_fedex import final_delta
 from nova_fedex import manager_client
+from nova_fedex.virt.libvirt import convergence
 from nova_fedex.virt.libvirt import rbd_xml
 
 CONF = nova.conf.CONF
@@ -73,7 +74,9 @@ def _add_marker(migrate_data, site, target):
     marker.connection_info = {'driver_volume_type': MARKER_TYPE,
                               'data': {'site': site,
                                        'rbd_user': target.user,
-                                       'rbd_secret_uuid': target.secret_uuid}}
+                                       'rbd_secret_uuid': target.secret_uuid,
+                                       # Where another site reaches us.
+                                       'wan_address': CONF.fedex.wan_address}}
     bdms.append(marker)
     migrate_data.bdms = bdms
 
@@ -98,6 +101,16 @@ def peer_of(migrate_data):
             data = bdm.connection_info['data']
             return data['site'], rbd_xml.RbdTarget(data['rbd_user'],
                                                    data['rbd_secret_uuid'])
+    return None
+
+
+def peer_wan_address(migrate_data):
+    """The destination's ``[fedex] wan_address`` from its marker, or None."""
+    if migrate_data is None or 'bdms' not in migrate_data:
+        return None
+    for bdm in migrate_data.bdms:
+        if bdm.serial == MARKER_SERIAL and bdm.type == MARKER_TYPE:
+            return bdm.connection_info['data'].get('wan_address')
     return None
 
 
@@ -132,6 +145,18 @@ class _Cutover(object):
         self.after_copy = None    # callable(): the pause's work
         self.peer_events = None   # the destination's lifecycle callback
         self.trigger = None       # what started the pause's work
+        self.copy_watchdog = None
+
+    def watchdog(self, guest):
+        """The bound of the memory copy (the manager's), started; or None."""
+        timeout = (self.plan.convergence or {}).get('copy_timeout')
+        domain = getattr(guest, '_domain', None)
+        if not timeout or domain is None:
+            return None
+        self.copy_watchdog = convergence.Watchdog(
+            domain, timeout, lambda: self.pause_claimed,
+            describe='server %s' % self.plan.server_id).start()
+        return self.copy_watchdog
 
     def close(self):
         if self.peer_events is not None:
@@ -187,13 +212,20 @@ class _FedexGuest(object):
             cutover.refused = e
             return
         flags = (flags | VIR_MIGRATE_PAUSED) & ~lv.VIR_MIGRATE_POSTCOPY
+        flags, bandwidth = convergence.apply(cutover.plan.convergence, flags,
+                                             bandwidth)
         cutover.flags = flags
         cutover.timings['migrate'] = time.monotonic()
         cutover.migrating = True
-        result = self._guest.migrate(
-            destination, migrate_uri=migrate_uri, migrate_disks=migrate_disks,
-            destination_xml=destination_xml, flags=flags,
-            bandwidth=bandwidth, parallel=parallel)
+        watchdog = cutover.watchdog(self._guest)
+        try:
+            result = self._guest.migrate(
+                destination, migrate_uri=migrate_uri,
+                migrate_disks=migrate_disks, destination_xml=destination_xml,
+                flags=flags, bandwidth=bandwidth, parallel=parallel)
+        finally:
+            if watchdog is not None:
+                watchdog.stop()
         # The memory is copied and the source QEMU stopped: the pause has
         # begun. Do its work now rather than at Nova's next poll (usually
         # begun already, on the destination's event: see _fedex_watch).
@@ -228,6 +260,34 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         """A libvirt connection to the destination (resume, migrate back)."""
         return _libvirt().open(uri)
 
+    # --- the network between the sites ---------------------------------------
+
+    def _fedex_use_wan(self, migrate_data, instance=None):
+        """A cutover goes to the destination's ``[fedex] wan_address``.
+
+        The destination reported it in its marker; Nova builds the libvirt
+        URI of the destination and QEMU's migration URI from
+        ``target_connect_addr``, and so does ``_fedex_prepare`` for its own
+        connection (resume, events, migrate back). Unset there: the stock
+        address (``live_migration_inbound_addr``).
+        """
+        addr = peer_wan_address(migrate_data)
+        if addr:
+            LOG.info('FedEx: cutover over the WAN to %s', addr,
+                     instance=instance)
+            migrate_data.target_connect_addr = addr
+
+    @staticmethod
+    def _fedex_inbound_addr():
+        """Where the destination reaches this host to migrate a guest back."""
+        return (CONF.fedex.wan_address or
+                CONF.libvirt.live_migration_inbound_addr or CONF.host)
+
+    @staticmethod
+    def _fedex_terminal_host(host):
+        """The host to reach a terminal at for the final delta."""
+        return (CONF.fedex.terminal_hosts or {}).get(host, host)
+
     def _fedex_final_delta(self, plan):
         """A FinalDelta for ``plan``, from this compute's configuration."""
         from lsrp.rbd import cluster as cluster_mod
@@ -243,9 +303,11 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         name = conf.terminal_name or CONF.host
         from lsrp import catchup
 
+        host = self._fedex_terminal_host(terminal.host)
+
         async def connect():
             return await catchup.TerminalClient(
-                terminal.host, terminal.port, ctx, terminal.server_name,
+                host, terminal.port, ctx, terminal.server_name,
                 name).connect()
 
         delta = final_delta.FinalDelta(
@@ -348,6 +410,60 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                     plan.destination_site, site, peer_site))
         return plan
 
+    def _fedex_check_convergence(self, context, instance, plan):
+        """The guest's dirty rate, measured now; the manager's verdict.
+
+        Before anything pauses (the server runs here): measured on a
+        libvirt connection of this call's own, reported (``dirty_rate``),
+        and the plan asked again, which carries the manager's forecast
+        and means (``convergence``). A refusal raises CutoverRefused with
+        the forecast. A guest that cannot be measured, or a manager that
+        gives no verdict, is cut over with the stock pre-copy (and logged).
+        """
+        if not CONF.fedex.dirty_rate_samples:
+            return
+        conn = None
+        try:
+            conn = self._fedex_connect_peer(self._uri())
+            dom = conn.lookupByUUIDString(instance.uuid)
+            figures = convergence.measure(
+                conn, dom, samples=CONF.fedex.dirty_rate_samples,
+                window=CONF.fedex.dirty_rate_window)
+        except Exception as e:
+            LOG.warning('FedEx: the dirty rate was not measured (%s): the '
+                        'memory is copied with the stock pre-copy', e,
+                        instance=instance)
+            return
+        finally:
+            if conn is not None:
+                try:
+                    conn.close()
+                except Exception as e:
+                    LOG.debug('closing a libvirt connection: %s', e)
+        self._fedex_report(context, plan, 'dirty_rate',
+                           server_id=instance.uuid, **figures)
+        # Raises CutoverRefused itself if the manager changed its mind.
+        verdict = self._fedex_plan_for(
+            context, instance, plan.destination_site).convergence
+        if not verdict:
+            LOG.warning('FedEx: the manager gave no verdict on the memory '
+                        'copy: stock pre-copy', instance=instance)
+            return
+        LOG.info('FedEx: dirty rate %.1f MiB/s; memory copy: %s',
+                 figures['dirty_rate'] / convergence.MIB,
+                 verdict.get('means') or 'refused: %s' % verdict.get(
+                     'reason'), instance=instance)
+        if not verdict.get('means'):
+            self._fedex_report(context, plan, 'refused',
+                               reason='the guest would not converge: %s' %
+                               verdict.get('reason'),
+                               forecast=verdict.get('forecast'))
+            raise exception.CutoverRefused(
+                server=instance.uuid, reason='the guest would not converge: '
+                '%s (migration %s, convergence %s)' % (
+                    verdict.get('reason'), plan.migration_id,
+                    verdict.get('policy')))
+
     def get_volume_connector(self, instance):
         # cinder_fedex answers a connector from the peer site with the peer
         # cluster's connection info for volumes that are being shipped.
@@ -377,6 +493,8 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         if site:
             # The stock method rebuilt ``bdms`` from the volumes.
             _add_marker(migrate_data, site, self._fedex_rbd_target())
+        if CONF.fedex.wan_address and CONF.fedex.wan_for_every_migration:
+            migrate_data.target_connect_addr = CONF.fedex.wan_address
         return migrate_data
 
     def post_live_migration_at_destination(self, context, instance,
@@ -432,6 +550,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                 raise exception.CutoverRefused(
                     server=instance.uuid, reason='this version cannot cut '
                     'over a server with %s' % '; '.join(unsupported))
+            self._fedex_check_convergence(context, instance, plan)
         except exception.CutoverRefused as e:
             LOG.warning('FedEx: %s', e, instance=instance)
             raise nova_exception.MigrationPreCheckError(reason=str(e))
@@ -446,6 +565,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             return super().live_migration(
                 context, instance, dest, post_method, recover_method,
                 block_migration, migrate_data)
+        self._fedex_use_wan(migrate_data, instance)
         try:
             cutover = self._fedex_prepare(context, instance, dest, peer,
                                           migrate_data)
@@ -545,6 +665,15 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                        dest, migrate_data, *args, **kwargs):
         """libvirt's migration failed or was cancelled: stock rollback."""
         reason = cutover.refused or 'the memory migration failed'
+        watchdog = cutover.copy_watchdog
+        if watchdog is not None and watchdog.fired and cutover.refused is None:
+            cutover.refused = exception.CutoverError(
+                server=instance.uuid, migration=cutover.plan.migration_id,
+                reason='the memory copy did not end within its bound of %d s '
+                '(forecast: %s); aborted, the guest runs here' % (
+                    watchdog.timeout, cutover.plan.convergence.get('reason')
+                    or 'converges'))
+            reason = cutover.refused
         if cutover.refused is not None:
             _record_fault(context, instance, cutover.refused)
         self._fedex_report(context, cutover.plan, 'rolled_back',
@@ -778,7 +907,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             pass
         try:
             dom = cutover.peer.lookupByUUIDString(instance.uuid)
-            addr = CONF.libvirt.live_migration_inbound_addr or CONF.host
+            addr = self._fedex_inbound_addr()
             flags = ((self._live_migration_flags | VIR_MIGRATE_PAUSED) &
                      ~(lv.VIR_MIGRATE_POSTCOPY |
                        lv.VIR_MIGRATE_NON_SHARED_INC))

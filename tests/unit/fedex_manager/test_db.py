@@ -24,7 +24,7 @@ class TestSchema(base.DBTestCase):
 
     def test_sync_is_idempotent_and_has_taskflow_tables(self):
         migration.upgrade()
-        self.assertEqual('0005', migration.version())
+        self.assertEqual('0006', migration.version())
         names = sa.inspect(db.get_engine()).get_table_names()
         for t in ('migrations', 'shipments', 'devices', 'events', 'sites',
                   'terminals', 'logbooks', 'flowdetails', 'atomdetails'):

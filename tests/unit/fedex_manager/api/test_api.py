@@ -579,11 +579,15 @@ class TestEveryRouteIsGuarded(Fixture):
         plan = self.call('POST', '/v1/plans', {
             'vms': [{'size': 1}], 'wan_bandwidth': 1}, roles=MEMBER,
             status=201).json['plan']
+        wave = self.call('POST', '/v1/waves', {
+            'servers': ['vm7'], 'source_site': 'site-a',
+            'dest_site': 'site-b'}, roles=MEMBER, status=201).json['wave']
         ids = {'migration_id': m['id'], 'shipment_id': 'x',
                'device_id': 'SN-0', 'terminal_id': 'term-a',
                'site_id': 'site-a', 'server_id': 'vm1',
-               'plan_id': plan['id']}
-        bodies = {'/v1/migrations/{migration_id}/action': {'abort': {}}}
+               'plan_id': plan['id'], 'wave_id': wave['id']}
+        bodies = {'/v1/migrations/{migration_id}/action': {'abort': {}},
+                  '/v1/waves/{wave_id}/action': {'abort': {}}}
         checked = 0
         for path, methods in app_mod.ROUTES.items():
             if path in app_mod.PUBLIC:
@@ -595,4 +599,4 @@ class TestEveryRouteIsGuarded(Fixture):
                 self.assertEqual(403, resp.status_int,
                                  '%s %s: %s' % (method, url, resp.text))
                 checked += 1
-        self.assertEqual(30, checked)    # every route but / and /v1
+        self.assertEqual(34, checked)    # every route but / and /v1

@@ -109,3 +109,79 @@ class TestCutoverPlan(test_api.Fixture):
             self.event('completed', dest='b-h2')
         self.assertEqual(states.COMPLETED,
                          db.get(self.ctx, 'migration', self.m['id'])['state'])
+
+
+MIB = 1 << 20
+
+
+class TestConvergenceVerdict(TestCutoverPlan):
+    """nova_fedex's dirty rate in, the manager's verdict out (the plan)."""
+
+    def measured(self, rate, **kw):
+        figures = dict(server_id='vm1', dirty_rate=rate * MIB,
+                       samples=[rate * MIB] * 3, working_set=rate * MIB,
+                       memory=256 * MIB, resident=80 * MIB, seconds=6.2,
+                       mode='page-sampling')
+        figures.update(kw)
+        return self.event('dirty_rate', **figures)
+
+    def options(self, **opts):
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        db.update(self.ctx, 'migration', m['id'],
+                  {'options': dict(m['options'], **opts)})
+
+    def verdict(self):
+        body = self.plan(roles=SERVICE, status=200).json['cutover']
+        return manager_client.CutoverPlan.from_dict(body).convergence
+
+    def test_no_verdict_before_a_measure(self):
+        self.assertIsNone(self.verdict())
+
+    def test_idle_guest_pre_copy_capped_at_the_rate_cap(self):
+        self.options(rate_cap=8 * MIB, downtime_budget=2)
+        self.measured(0.5)
+        v = self.verdict()
+        self.assertEqual('pre-copy', v['means'])
+        self.assertEqual(8 * MIB, v['max_bandwidth'])
+        # The bound: twice the forecast copy and a minute.
+        self.assertEqual(int(2 * v['forecast']['copy_seconds'] + 60),
+                         v['copy_timeout'])
+        text = db.events(self.ctx, {'migration_id': self.m['id']})[-1]
+        self.assertIn('nova: dirty_rate (reported by b-h1): server vm1 '
+                      'dirties 0.5 MiB/s', text['message'])
+        self.assertIn('pre-copy, memory copy', text['message'])
+
+    def test_busy_guest_refused_with_the_forecast(self):
+        self.options(rate_cap=8 * MIB, downtime_budget=2,
+                     convergence='refuse')
+        self.measured(20)
+        v = self.verdict()
+        self.assertIsNone(v['means'])
+        self.assertIsNone(v['copy_timeout'])
+        self.assertIn("exceeds the link's 8.4 MB/s", v['reason'])
+        self.assertIn('> budget 2 s', v['reason'])
+        event = db.events(self.ctx, {'migration_id': self.m['id']})[-1]
+        self.assertIn('refused before the pause: dirty rate 21.0 MB/s',
+                      event['message'])
+        self.assertEqual('dirty_rate', event['details']['event'])
+        # Kept with the server: the API shows it.
+        shown = self.call('GET', '/v1/migrations/%s' % self.m['id'],
+                          roles=MEMBER, status=200).json['migration']
+        self.assertIsNone(shown['servers'][0]['convergence']['means'])
+
+    def test_busy_guest_auto_converges_by_default(self):
+        self.options(rate_cap=8 * MIB, downtime_budget=2)
+        self.measured(20)
+        v = self.verdict()
+        self.assertEqual('auto-converge', v['means'])
+        self.assertGreater(v['forecast']['throttle'], 0.5)
+        self.assertLessEqual(v['forecast']['pause_seconds'], 2)
+
+    def test_default_link_is_not_a_cap(self):
+        # No [planner] wan_link and no rate cap: the default link is an
+        # assumption, QEMU is not capped at it.
+        self.measured(0.5)
+        self.assertIsNone(self.verdict()['max_bandwidth'])
+
+    def test_malformed_figures_are_a_400(self):
+        self.event('dirty_rate', status=400, server_id='vm1')

@@ -96,6 +96,12 @@ BODIES = {
                              'kind': 'note', 'details': {}},
     ('POST', '/v1/migrations/{migration_id}/cutover-events'): {
         'event': 'migrating', 'host': 'h1', 'details': {'dest': 'h2'}},
+    ('POST', '/v1/waves'): {
+        'name': 'rack-9', 'servers': ['vm5', {'server_id': 'vm6',
+                                              'volumes': ['vms/vm6_disk']}],
+        'source_site': 'site-a', 'dest_site': 'site-b',
+        'options': {'max_parallel_cutovers': 1}},
+    ('POST', '/v1/waves/{wave_id}/action'): {'cutover': {}},
 }
 # More valid bodies of a route that takes several kinds.
 MORE_BODIES = {
@@ -243,10 +249,14 @@ class FuzzTestCase(base.APITestCase):
             'name': 'ship-1', 'state': states.S_SEALED, 'carrier': 'manual'})
         plan = self.request('POST', '/v1/plans', BODIES[
             ('POST', '/v1/plans')], roles=MEMBER, status=201)
+        w = self.request('POST', '/v1/waves', {
+            'servers': ['vm2', 'vm3'], 'source_site': 'site-a',
+            'dest_site': 'site-b'}, roles=MEMBER, status=201)
         self.ids = {'migration_id': m.json['migration']['id'],
                     'shipment_id': s['id'], 'device_id': 'SN-0',
                     'terminal_id': 'term-a', 'site_id': 'site-a',
-                    'server_id': 'vm1', 'plan_id': plan.json['plan']['id']}
+                    'server_id': 'vm1', 'plan_id': plan.json['plan']['id'],
+                    'wave_id': w.json['wave']['id']}
         self.saved = sqlite3.connect(':memory:')
         self.addCleanup(self.saved.close)
         with _sqlite() as conn:

@@ -165,10 +165,25 @@ class TestOneServer(ForecastTestCase):
                       plan['assumes']['expected_pause'])
 
     def test_guest_dirtying_faster_than_the_link_is_warned(self):
-        plan = self.forecast(dirty_rate='200Mbit/s')
+        # convergence: refuse, the cutover would be refused: no pause.
+        plan = self.forecast(migration=dict(
+            self.body(), options={'convergence': 'refuse'}),
+            dirty_rate='200Mbit/s')
         self.assertIsNone(plan['fedex']['expected_pause'])
         self.assertFalse(plan['servers'][0]['converges'])
         self.assertIn('server vm1 will not converge', plan['warnings'][0])
+        self.assertIn('refused before the pause', plan['warnings'][0])
+
+    def test_busy_guest_converges_with_auto_converge_by_default(self):
+        plan = self.forecast(dirty_rate='200Mbit/s')
+        row, = plan['servers']
+        self.assertTrue(row['converges'])
+        self.assertEqual('auto-converge', row['means'])
+        self.assertGreater(row['throttle'], 0.5)
+        self.assertLess(plan['fedex']['expected_pause'], 30)
+        self.assertIn('server vm1 will not converge by pre-copy alone',
+                      plan['warnings'][0])
+        self.assertIn('auto-converge', plan['warnings'][0])
 
 
 class TestRoute(ForecastTestCase):
