@@ -44,6 +44,7 @@ def failure_lines(text, limit=KEPT_LINES):
 def keep_failures(label, failures):
     """Write each failed test's id and the heart of its traceback to a file."""
     path = os.path.join('.stestr', 'failures-%s.txt' % label)
+    os.makedirs('.stestr', exist_ok=True)
     if not failures:
         if os.path.exists(path):
             os.unlink(path)
@@ -59,8 +60,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('label')
     parser.add_argument('--no-skips', action='store_true')
+    parser.add_argument('--repo-url', help='the stestr repository of the '
+                        'run (stestr --repo-url), when not the default')
     args = parser.parse_args()
-    stream = subprocess.run(['stestr', 'last', '--subunit'],
+    repo = ['--repo-url', args.repo_url] if args.repo_url else []
+    stream = subprocess.run(['stestr'] + repo + ['last', '--subunit'],
                             capture_output=True, check=True).stdout
     summary = testtools.StreamSummary()
     summary.startTestRun()

@@ -9,7 +9,7 @@ under the mini-cloud's lock:
         tests/benchmarks/wave_bench.py [--servers 8] \\
         [--max-parallel-cutovers 2]
 
-It runs as tests/scenarios/test_wave.py does (its own fedex-api, a
+It runs as tests/openstack/test_wave.py does (its own fedex-api, a
 conductor with ``compute_driver = nova``, the two terminals; tiny guests,
 m1.mini, booted from the Glance image ``guest-wave``: 48 MiB of data, so
 the root disks are clones holding it): first ONE server alone
@@ -47,7 +47,7 @@ from fedex_manager.db import api as db  # noqa: E402
 from fedex_manager import waves  # noqa: E402
 from lsrp.server import records  # noqa: E402
 from tests.openstack import test_cutover_nova as nova_t  # noqa: E402
-from tests.scenarios import test_wave  # noqa: E402
+from tests.openstack import test_wave  # noqa: E402
 
 ARGS = None
 

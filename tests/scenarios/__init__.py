@@ -1,7 +1,7 @@
 """Longer scenarios on the mini-cloud, run by hand (``tox -e scenarios``).
 
-A wave of three servers (test_wave) and guests dirtying memory faster than
-the link (test_convergence): each takes 7-13 minutes on a 2-core machine,
-which ``.ci/run`` cannot add and stay under its hour. They use the
-OpenStack tests' fixtures (tests/openstack).
+Guests dirtying memory faster than the link (test_convergence): 7-13
+minutes on a 2-core machine, more than ``.ci/run`` can add and stay under
+its hour. The three-server wave is in tests/openstack (CI runs it). They
+use the OpenStack tests' fixtures (tests/openstack).
 """

@@ -12,7 +12,7 @@ projects. Whatever it sends:
   that breaks the schema is named;
 * a refused request changes nothing in the database (the audit events of
   refused carrier events excepted: they are recorded on purpose);
-* no request takes longer than :data:`SLOW` seconds.
+* no request takes more than :data:`SLOW` seconds of CPU.
 
 Each example starts from the same database (two sites, their terminals,
 devices, a migration, a shipment, a plan). The budget and the seed are
@@ -50,7 +50,7 @@ FUZZ = settings(derandomize=True, database=None, deadline=None,
                                        HealthCheck.data_too_large,
                                        HealthCheck.filter_too_much,
                                        HealthCheck.large_base_example])
-# Seconds one request may take (a loaded CI machine included).
+# CPU seconds one request may take (a pathological regex or loop).
 SLOW = 2.0
 ADMIN, MEMBER = 'admin,member,reader', 'member,reader'
 # Admins twice as often: most routes with a body are theirs.
@@ -284,9 +284,11 @@ class FuzzTestCase(base.APITestCase):
         if body is not None or raw is not None:
             req.body = raw if raw is not None else json.dumps(body).encode()
             req.environ['CONTENT_TYPE'] = content_type
-        start = time.monotonic()
+        # The request's own CPU time, not the wall clock: CI runs other
+        # test groups beside this one on two cores.
+        start = time.thread_time()
         resp = req.get_response(self.app)
-        took = time.monotonic() - start
+        took = time.thread_time() - start
         what = '%s %s as %s of %s (%r...): %d %s' % (
             method, path[:200], roles, project, (req.body or b'')[:200],
             resp.status_int, resp.text[:500])
