@@ -38,6 +38,9 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
     echo_summary "Starting openstack-fedex"
     init_fedex
     start_fedex
+    if is_service_enabled fedex-nova && is_service_enabled n-cpu; then
+        start_fedex_nova_compute
+    fi
 elif [[ "$1" == "stack" && "$2" == "test-config" ]]; then
     configure_fedex_tempest
 fi

@@ -9,6 +9,10 @@ setup() {
     source "$BATS_TEST_DIRNAME/stubs.bash"
     FEDEX_DIR=$REPO
     mkdir -p "$HORIZON_DIR/openstack_dashboard/local/enabled"
+    # n-cpu's unit as devstack's run_process wrote it.
+    mkdir -p "$SYSTEMD_DIR"
+    printf '[Unit]\nDescription = Devstack devstack@n-cpu.service\n\n[Service]\nExecStart = /usr/local/bin/nova-compute --config-file %s\n' \
+        "$NOVA_CPU_CONF" > "$SYSTEMD_DIR/devstack@n-cpu.service"
 }
 
 # Load the plugin as devstack does: local.conf's lines, then settings.
@@ -98,13 +102,38 @@ not_called() {
     called get_or_create_endpoint svc-1234 RegionOne http://192.0.2.10/vm-shipping
 }
 
-@test "post-config: Nova computes load the FedEx libvirt driver" {
+@test "post-config: Nova computes know their site, their driver still stock" {
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     load_plugin
     phase stack post-config
-    [ "$(iniget "$NOVA_CPU_CONF" DEFAULT compute_driver)" = fedex.driver.FedexLibvirtDriver ]
     [ "$(iniget "$NOVA_CPU_CONF" fedex site_name)" = site-a ]
+    not_called "iniset $NOVA_CPU_CONF DEFAULT compute_driver"
+}
+
+@test "extra: n-cpu restarted as nova-compute-fedex with the FedEx driver" {
+    load_plugin
+    phase stack extra
+    local unit=$SYSTEMD_DIR/devstack@n-cpu.service
+    [ "$(iniget "$NOVA_CPU_CONF" DEFAULT compute_driver)" = fedex.FedexLibvirtDriver ]
+    # The command nova_fedex.cmd.compute registers the driver for.
+    grep -q "nova-compute-fedex = nova_fedex.cmd.compute:main" "$REPO/setup.cfg"
+    [ "$(iniget "$unit" Service ExecStart)" = \
+        "$BATS_TEST_TMPDIR/bin/nova-compute-fedex --config-file $NOVA_CPU_CONF" ]
+    called systemctl daemon-reload
+    called systemctl restart devstack@n-cpu.service
+    # The unit rewritten before the restart.
+    [ "$(grep -n 'iniset .*ExecStart' "$CALLS" | cut -d: -f1)" -lt \
+      "$(grep -n 'systemctl restart' "$CALLS" | cut -d: -f1)" ]
+}
+
+@test "extra without fedex-nova: n-cpu left as devstack started it" {
+    disable_service fedex-nova
+    load_plugin
+    phase stack extra
+    not_called "systemctl"
+    grep -q "ExecStart = /usr/local/bin/nova-compute --config-file" \
+        "$SYSTEMD_DIR/devstack@n-cpu.service"
 }
 
 @test "post-config: the Ceph Cinder backend becomes a FedEx RBD backend" {
@@ -145,7 +174,7 @@ not_called() {
     not_called write_uwsgi_config
     [ ! -e "$CINDER_CONF" ]
     [ -z "$(ls "$HORIZON_DIR/openstack_dashboard/local/enabled")" ]
-    [ "$(iniget "$NOVA_CPU_CONF" DEFAULT compute_driver)" = fedex.driver.FedexLibvirtDriver ]
+    [ "$(iniget "$NOVA_CPU_CONF" fedex site_name)" = site-a ]
 }
 
 @test "extra: schema synced, then the three services started" {

@@ -20,6 +20,8 @@ REGION_NAME=RegionOne
 ENABLE_DEBUG_LOG_LEVEL=True
 HORIZON_DIR=$DEST/horizon
 NOVA_CPU_CONF=$BATS_TEST_TMPDIR/etc/nova/nova-cpu.conf
+SYSTEMD_DIR=$BATS_TEST_TMPDIR/etc/systemd/system
+SYSTEMCTL="record systemctl"
 CINDER_CONF=$BATS_TEST_TMPDIR/etc/cinder/cinder.conf
 TEMPEST_CONFIG=$BATS_TEST_TMPDIR/etc/tempest/tempest.conf
 ENABLED_SERVICES=${ENABLED_SERVICES:-key,n-cpu,c-vol,horizon,tempest}
@@ -55,8 +57,9 @@ is_service_enabled() {
     return 1
 }
 
-# iniset FILE SECTION KEY VALUE: recorded, and written for real.
+# iniset [-sudo] FILE SECTION KEY VALUE: recorded, and written for real.
 iniset() {
+    [[ $1 == -sudo ]] && shift
     record iniset "$@"
     mkdir -p "$(dirname "$1")"
     python3 - "$@" <<'PY'

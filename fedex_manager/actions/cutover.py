@@ -237,8 +237,12 @@ def convergence(ctx, migration, figures):
     fixed = planner.parse_duration(conf.pause_fixed, 'pause_fixed')
     other = fixed + delta / rate + rtt
     memory = figures.get('resident') or figures['memory']
+    # A rate under the sampling's resolution reads 0: counted as the
+    # resolution, the most it may be (a 0 would forecast an idle guest
+    # on any link, however slow).
+    dirty = max(figures['dirty_rate'], figures.get('resolution') or 0.0)
     f = planner.memory_forecast(
-        memory, figures['dirty_rate'], rate,
+        memory, dirty, rate,
         planner.parse_duration(conf.memory_downtime, 'memory_downtime'),
         other_pause=other, budget=budget, policy=policy,
         working_set=figures.get('working_set'))
@@ -258,9 +262,14 @@ def describe_convergence(server_id, verdict):
     """One line for the event: measured, forecast, verdict."""
     f, got = verdict['forecast'], verdict['measured']
     samples = ', '.join('%.0f' % (x / MIB) for x in got.get('samples', []))
-    text = ('server %s dirties %.1f MiB/s (median of %s; working set %.0f '
+    if got['dirty_rate'] < f['dirty_rate']:
+        rate = 'less than %.1f MiB/s (the sampling\'s resolution)' % (
+            f['dirty_rate'] / MIB)
+    else:
+        rate = '%.1f MiB/s' % (got['dirty_rate'] / MIB)
+    text = ('server %s dirties %s (median of %s; working set %.0f '
             'MiB; %.0f MiB to copy), link %.1f MiB/s: ' % (
-                server_id, got['dirty_rate'] / MIB, samples or '?',
+                server_id, rate, samples or '?',
                 (got.get('working_set') or 0) / MIB, f['memory'] / MIB,
                 verdict['link_rate'] / MIB))
     if verdict['means']:

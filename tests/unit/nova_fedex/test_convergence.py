@@ -67,6 +67,14 @@ class TestMeasure(testtools.TestCase):
         got = convergence.measure(dom, dom, samples=3, window=3)
         self.assertEqual(20 * MIB, got['working_set'])
 
+    def test_the_sampling_s_resolution_is_reported(self):
+        # 512 pages sampled per GiB: one stands for 2 MiB; a 1 s sample
+        # cannot see less than 2 MiB/s (it reads 0).
+        dom = FakeDomain([0, 0, 0, 0])
+        got = convergence.measure(dom, dom, samples=3, window=3)
+        self.assertEqual(0, got['dirty_rate'])
+        self.assertEqual(2 * MIB, got['resolution'])
+
     def test_no_answer_is_a_clear_error(self):
         dom = FakeDomain([20])
         dom.startDirtyRateCalc = lambda s, f: None     # never measures

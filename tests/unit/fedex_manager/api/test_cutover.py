@@ -151,6 +151,18 @@ class TestConvergenceVerdict(TestCutoverPlan):
                       'dirties 0.5 MiB/s', text['message'])
         self.assertIn('pre-copy, memory copy', text['message'])
 
+    def test_a_rate_under_the_sampling_s_resolution_counts_as_it(self):
+        # Read 0 by page-sampling, on a 1 MiB/s cap: not forecast as an
+        # idle guest (that one's copy did not converge in 900 s).
+        self.options(rate_cap=MIB, downtime_budget=2)
+        self.measured(0, resolution=2 * MIB)
+        v = self.verdict()
+        self.assertNotEqual('pre-copy', v['means'])
+        self.assertEqual(2 * MIB, v['forecast']['dirty_rate'])
+        text = db.events(self.ctx, {'migration_id': self.m['id']})[-1]
+        self.assertIn("dirties less than 2.0 MiB/s (the sampling's "
+                      "resolution)", text['message'])
+
     def test_busy_guest_refused_with_the_forecast(self):
         self.options(rate_cap=8 * MIB, downtime_budget=2,
                      convergence='refuse')
