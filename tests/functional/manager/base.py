@@ -129,9 +129,11 @@ class ManagerTestCase(base.FunctionalTestCase):
         # Stopped before its port's slot is released (cleanups run last
         # added first).
         self.addCleanup(self.dep.processes[name].stop)
+        # Its agent and lsrp-server start in ~40 s here, more when CI runs
+        # the mini-cloud's tests beside these.
         self.dep.wait(lambda: any(
             t['name'] == name and t['health'] == 'UP'
-            for t in site_actions.terminal_list(self.ctx)), 60, name)
+            for t in site_actions.terminal_list(self.ctx)), 180, name)
         return name
 
     def state(self, m):
