@@ -29,11 +29,14 @@ sites".
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 from fedex_sandbox import processes
+from fedex_sandbox import relay
 from lsrp import exception
 
 # The paths bytes are counted by (a mapping's "path").
@@ -316,6 +319,163 @@ class Wan(object):
                 pass
 
 
+# --- what crosses the link, on the wire -------------------------------------
+
+# TLS record content types (RFC 8446 5.1).
+TLS_TYPES = {20: 'change_cipher_spec', 21: 'alert', 22: 'handshake',
+             23: 'application_data'}
+# The first bytes of QEMU's migration stream (QEMU_VM_FILE_MAGIC).
+QEMU_MAGIC = b'QEVM'
+ETH_P_ALL = 0x0003
+
+
+def tls_records(data):
+    """Walk TLS records from the start of ``data``.
+
+    Returns ({content type name: count}, bytes covered by whole records).
+    A stream that is TLS from its first byte is covered but for the tail
+    of its last record; anything else stops the walk where it begins.
+    """
+    types, i = {}, 0
+    while i + 5 <= len(data) and data[i] in TLS_TYPES and data[i + 1] == 3:
+        length = int.from_bytes(data[i + 3:i + 5], 'big')
+        if i + 5 + length > len(data):
+            break
+        name = TLS_TYPES[data[i]]
+        types[name] = types.get(name, 0) + 1
+        i += 5 + length
+    return types, i
+
+
+class TapStream(object):
+    """One direction of a connection: its first bytes, in order."""
+
+    def __init__(self, src, dst, limit):
+        self.src, self.dst = src, dst
+        self.limit = limit
+        self.start = None           # sequence number of the first byte
+        self.parts = {}             # offset -> bytes
+
+    def add(self, seq, syn, payload):
+        if syn:
+            self.start = (seq + 1) & 0xffffffff
+            return
+        if self.start is None or not payload:
+            return                  # joined mid-stream: not ours to judge
+        offset = (seq - self.start) & 0xffffffff
+        if offset < self.limit:
+            self.parts[offset] = payload
+
+    def data(self):
+        """The bytes from the first on, up to the first one not seen."""
+        out = bytearray()
+        for offset in sorted(self.parts):
+            if offset > len(out):
+                break
+            out += self.parts[offset][len(out) - offset:]
+        return bytes(out[:self.limit])
+
+    def describe(self):
+        data = self.data()
+        types, covered = tls_records(data)
+        return {'src': self.src, 'dst': self.dst, 'bytes': len(data),
+                'head': data[:8].hex(), 'tls_records': types,
+                'tls_covered': covered, 'qemu_magic': QEMU_MAGIC in data}
+
+
+class Tap(object):
+    """The first bytes of each connection to some faces' ports, on the wire.
+
+    Captures on the root namespace's end of the veth pair (AF_PACKET; root
+    only), i.e. what crosses the link: each direction of each connection
+    opened while the tap runs, from its first byte up to ``limit``
+    bytes, reassembled by sequence number. To show what an eavesdropper on
+    the link sees (``describe``): TLS records from the first byte, or
+    QEMU's and libvirt's own protocols in the clear.
+    """
+
+    def __init__(self, device, servers, limit=64 << 10):
+        """``servers``: {(face address, port): path} the connections go to."""
+        self.device = device
+        self.servers = dict(servers)
+        self.limit = limit
+        self.streams = {}           # (src, dst) -> TapStream
+        self._sock = None
+        self._thread = None
+        self._stopping = False
+
+    @classmethod
+    def of_paths(cls, sandbox_wan, paths=('memory', 'control'), **kw):
+        """A tap on the sandbox's link for the mappings of ``paths``."""
+        servers = {(m['listen'], port): m['path']
+                   for m in sandbox_wan.mappings() if m['path'] in paths
+                   for port in relay.expand_ports(m['ports'])}
+        return cls(sandbox_wan.link.root_dev, servers, **kw)
+
+    def take(self, frame):
+        """Account one Ethernet frame (IPv4/TCP to or from a server)."""
+        if len(frame) < 34 or frame[12:14] != b'\x08\x00':
+            return
+        ip = frame[14:]
+        ihl = (ip[0] & 15) * 4
+        if ip[9] != 6 or len(ip) < ihl + 20:
+            return
+        tcp = ip[ihl:int.from_bytes(ip[2:4], 'big')]
+        src = (socket.inet_ntoa(ip[12:16]), int.from_bytes(tcp[0:2], 'big'))
+        dst = (socket.inet_ntoa(ip[16:20]), int.from_bytes(tcp[2:4], 'big'))
+        if src not in self.servers and dst not in self.servers:
+            return
+        key = (src, dst)
+        stream = self.streams.get(key)
+        if stream is None:
+            stream = self.streams[key] = TapStream(src, dst, self.limit)
+        stream.add(int.from_bytes(tcp[4:8], 'big'), bool(tcp[13] & 0x02),
+                   tcp[(tcp[12] >> 4) * 4:])
+
+    def start(self):
+        self._sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                                   socket.htons(ETH_P_ALL))
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
+        self._sock.bind((self.device, 0))
+        self._sock.settimeout(0.2)
+        self._thread = threading.Thread(target=self._run, name='wan-tap',
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stopping:
+            try:
+                # More than 64 KiB: a GSO frame of the veth is up to 64 KiB
+                # of IP plus its Ethernet header.
+                frame = self._sock.recv(1 << 17)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            self.take(frame)
+
+    def stop(self):
+        """Stop capturing; returns ``describe()``."""
+        self._stopping = True
+        if self._thread is not None:
+            self._thread.join()
+        if self._sock is not None:
+            self._sock.close()
+        return self.describe()
+
+    def describe(self):
+        """Per direction of each connection: what its first bytes were."""
+        out = []
+        for s in self.streams.values():
+            if s.start is not None:
+                d = s.describe()
+                d['path'] = self.servers.get(s.dst) or self.servers.get(s.src)
+                d['to_server'] = s.dst in self.servers
+                out.append(d)
+        return out
+
+
 def by_path(stats):
     """{path: {'sent': n, 'received': n}} from a relay's stats."""
     out = {p: {'sent': 0, 'received': 0} for p in PATHS}
@@ -351,10 +511,10 @@ class SandboxWan(object):
     """The sandbox's link 0 between the sites, and where its faces are.
 
     Faces: 10.77.N.3 for LSRP catch-up to any terminal, 10.77.N.4 for the
-    final delta, 10.77.N.(10+i) for compute host i (its libvirtd and its
-    QEMU incoming ports). The operator's rate and delay are kept in
-    ``<sandbox>/run/wan.json``: a later ``up`` brings the link back as it
-    was.
+    final delta, 10.77.N.(10+i) for compute host i (its libvirtd's TLS
+    port and its QEMU incoming ports; both carry TLS only). The operator's
+    rate and delay are kept in ``<sandbox>/run/wan.json``: a later ``up``
+    brings the link back as it was.
     """
 
     def __init__(self, sb):
@@ -392,9 +552,11 @@ class SandboxWan(object):
         from fedex_sandbox.services import ports
         for name, index, address, (lo, hi) in self._hosts():
             face = self.host_face(index)
+            # libvirtd's TLS port only: its plain TCP port is for the
+            # host's own nova-compute, never across the sites.
             out.append({'name': '%s/control' % name, 'path': 'control',
                         'listen': face, 'target': address,
-                        'ports': [sb.port(ports.offset('libvirtd'))]})
+                        'ports': [sb.port(ports.offset('libvirtd-tls'))]})
             out.append({'name': '%s/memory' % name, 'path': 'memory',
                         'listen': face, 'target': address,
                         'ports': [[sb.port(lo), sb.port(hi)]]})

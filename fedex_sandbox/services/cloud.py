@@ -32,6 +32,7 @@ from oslo_log import log as logging
 from fedex_sandbox import processes
 from fedex_sandbox.services import base
 from fedex_sandbox.services import confs
+from fedex_sandbox.services import host_tls
 from fedex_sandbox.services import ports
 from fedex_sandbox import wan as wan_mod
 from lsrp import exception
@@ -53,6 +54,10 @@ SERVICE_USERS = ('nova', 'placement', 'glance', 'cinder', 'fedex',
 # ExtraService. They start after the OpenStack APIs, and their catalog
 # entries are registered with the others.
 EXTRA_SERVICES_GROUP = 'fedex.sandbox.cloud_services'
+# A host's TLS files (host_tls), as its libvirtd and nova-compute see them:
+# <host>/etc-libvirt is bound at /etc/libvirt in its namespaces, so the one
+# path names each host's own files, as on real hosts.
+HOST_PKI_PATH = '/etc/libvirt/pki'
 
 
 class ExtraService(object):
@@ -88,6 +93,8 @@ class Host(object):
                                          base_port & 255, 10 + index)
         self.conf = os.path.join(self.dir, 'nova-compute.conf')
         self.init = os.path.join(self.dir, 'init.sh')
+        # HOST_PKI_PATH, seen from the root namespace.
+        self.pki_dir = os.path.join(self.dir, 'etc-libvirt', 'pki')
         self.uri = 'qemu+tcp://%s:%d/system' % (self.address,
                                                 cloud.port('libvirtd'))
 
@@ -104,6 +111,45 @@ class Host(object):
         pid = self.libvirtd().pid()
         kids = base.descendants(pid)[:1] if pid else []
         return kids[0] if kids else None
+
+    def libvirtd_pid(self):
+        """The running libvirtd of the host (a child of its init), or None.
+
+        Not its pid file: libvirtd writes its pid in the host's PID
+        namespace there.
+        """
+        init = self.init_pid()
+        for pid in base.descendants(init) if init else []:
+            if processes.read_comm(pid) == 'libvirtd':
+                return pid
+        return None
+
+    def restart_libvirtd(self, timeout=60):
+        """A new libvirtd with the host's current libvirtd.conf/qemu.conf.
+
+        Only libvirtd: the host's init starts it again (confs.HOST_INIT)
+        and its guests (QEMU, children of the init) keep running; the new
+        libvirtd reconnects to them. A restart of the host would kill them.
+        """
+        old = self.libvirtd_pid()
+        if old is None:
+            return False
+        LOG.info('libvirtd-%s: new configuration or certificates, '
+                 'restarting libvirtd (pid %d)', self.name, old)
+        os.kill(old, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid = self.libvirtd_pid()
+            # The plain port only: a probe of the TLS port (no handshake)
+            # is an error in libvirtd's log. Both open together.
+            if pid not in (None, old) and base.tcp_open(
+                    self.address, self.cloud.port('libvirtd')):
+                return True
+            time.sleep(0.5)
+        raise exception.ServiceFailed(
+            service='libvirtd-' + self.name,
+            reason='not restarted by its init within %d s' % timeout,
+            log=os.path.join(self.dir, 'log', 'libvirtd.log'), tail='')
 
     def nova_compute(self, init_pid=None):
         venv = self.cloud.venv
@@ -159,11 +205,23 @@ class Host(object):
         (v['terminal_name'], v['tls_ca'], v['tls_cert'],
          v['tls_key']) = self.cloud.sandbox.terminal(self.site)
         v.update(self.wan_values())
+        # Its server certificate names every address it is reached at:
+        # its own (in-site migrations) and its WAN face (cutovers).
+        certs_changed = host_tls.ensure_host(
+            self.cloud.pki_dir, self.pki_dir, self.name,
+            [self.address, v['wan_address']])
+        v['pki'] = HOST_PKI_PATH
         v['privsep'] = '%s/bin/privsep-helper --config-file %s ' \
             '--config-file %s' % (self.cloud.venv, self.cloud.conf('nova'),
                                   self.conf)
-        write(os.path.join(etc, 'libvirtd.conf'), confs.LIBVIRTD.format(**v))
-        write(os.path.join(etc, 'qemu.conf'), confs.QEMU.format(**v))
+        libvirtd_changed = write(os.path.join(etc, 'libvirtd.conf'),
+                                 confs.LIBVIRTD.format(**v))
+        qemu_changed = write(os.path.join(etc, 'qemu.conf'),
+                             confs.QEMU.format(**v))
+        # What a running host must take (Cloud.up): a new libvirtd, a new
+        # nova-compute.
+        self.libvirt_changed = libvirtd_changed or qemu_changed or \
+            certs_changed
         self.conf_changed = write(self.conf, confs.NOVA_COMPUTE.format(**v))
         hosts = os.path.join(self.dir, 'etc-hosts')
         write(hosts, '127.0.0.1 localhost\n%s %s\n' % (
@@ -243,6 +301,8 @@ class Cloud(base.ServiceSet):
         self.log_dir = os.path.join(self.dir, 'log')
         self.state_file = os.path.join(self.dir, 'state.json')
         self.instances_path = os.path.join(self.dir, 'instances')
+        # The CA of the compute hosts' TLS (host_tls).
+        self.pki_dir = os.path.join(self.dir, 'pki')
         self.venv = venv or default_venv()
         self.hosts = [Host(self, site.name, n + 1, i * HOSTS_PER_SITE + n)
                       for i, site in enumerate(sandbox.sites)
@@ -306,6 +366,7 @@ class Cloud(base.ServiceSet):
              'transport_url': self.shared.transport_url(),
              'service_password': secrets['service'],
              'libvirt_port': self.port('libvirtd'),
+             'libvirt_tls_port': self.port('libvirtd-tls'),
              'ceph_conf_a': self.sandbox.site('site-a').conf,
              'ceph_conf_b': self.sandbox.site('site-b').conf,
              'secret_a': state['secrets']['site-a'],
@@ -333,6 +394,7 @@ class Cloud(base.ServiceSet):
                     'cinder/state', 'cinder/locks', 'glance/locks',
                     'keystone'):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        host_tls.ensure_ca(self.pki_dir)
         v = self.values()
         write(self.conf('keystone'), confs.KEYSTONE.format(**v))
         write(self.conf('placement'), confs.PLACEMENT.format(**v))
@@ -697,15 +759,22 @@ class Cloud(base.ServiceSet):
         for svc in started:
             svc.wait_ready()
         for h in self.hosts:
+            restarted = False
+            if result[h.libvirtd().name] == 'running' and getattr(
+                    h, 'libvirt_changed', False):
+                restarted = h.restart_libvirtd()
+                if restarted:
+                    result[h.libvirtd().name] = 'restarted libvirtd'
             # libvirt keeps secrets in the host's own /etc/libvirt: set them
             # again only on a host that was (re)started.
-            if result[h.libvirtd().name] == 'started' or \
+            if result[h.libvirtd().name] == 'started' or restarted or \
                     not self._done('secrets-' + h.name):
                 h.define_secrets()
                 self._mark('secrets-' + h.name)
             svc = h.nova_compute(h.init_pid())
             if getattr(h, 'conf_changed', False) and svc.pid() is not None:
-                # Its [fedex] WAN options changed (wan-up --every-migration-to).
+                # Its configuration changed (wan-up --every-migration-to,
+                # the live-migration URI and TLS options).
                 LOG.info('%s: new configuration, restarting', svc.name)
                 svc.stop()
             ensure(svc)

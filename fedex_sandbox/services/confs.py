@@ -120,11 +120,20 @@ compute_driver = fedex.FedexLibvirtDriver
 [libvirt]
 virt_type = qemu
 cpu_mode = none
+# Its own libvirtd, on the host's own address: plain TCP.
 connection_uri = qemu+tcp://{address}:{libvirt_port}/system
-# Deprecated, but the only way to give the port; %s is the destination's
-# live_migration_inbound_addr.
-live_migration_uri = qemu+tcp://%s:{libvirt_port}/system
+# Other hosts' libvirtd (migrations, a cutover's resume and rollback): TLS
+# with this host's client certificate. Deprecated, but the only way to give
+# the port and the certificates; %s is the destination's
+# live_migration_inbound_addr (or [fedex] wan_address for a cutover). The
+# path is the same on every host and names each host's own files (its
+# /etc/libvirt is its own): it also serves when the destination's libvirtd
+# is the client (a cutover's rollback migrates from there).
+live_migration_uri = qemu+tls://%s:{libvirt_tls_port}/system?pkipath={pki}
 live_migration_inbound_addr = {address}
+# The memory stream too: QEMU's own TLS (VIR_MIGRATE_TLS), with the
+# certificates of qemu.conf's migrate_tls_x509_cert_dir.
+live_migration_with_native_tls = true
 images_type = rbd
 images_rbd_pool = vms
 images_rbd_ceph_conf = {ceph_conf}
@@ -265,11 +274,19 @@ fedex_peer_rbd_secret_uuid = {secret_a}
 
 LIBVIRTD = """\
 # Written by fedex-sandbox for host {host}.
-listen_tls = 0
+# TLS for other hosts (the WAN's faces forward only tls_port); plain TCP
+# for this host's own nova-compute and the sandbox's virsh.
+listen_tls = 1
 listen_tcp = 1
 listen_addr = "{address}"
 tcp_port = "{libvirt_port}"
+tls_port = "{libvirt_tls_port}"
 auth_tcp = "none"
+# A client is who its certificate (signed by the cloud's CA) says.
+auth_tls = "none"
+ca_file = "{pki}/cacert.pem"
+cert_file = "{pki}/servercert.pem"
+key_file = "{pki}/serverkey.pem"
 auth_unix_rw = "none"
 host_uuid = "{host_uuid}"
 log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
@@ -289,6 +306,12 @@ migration_address = "{address}"
 migration_host = "{address}"
 migration_port_min = {migration_min}
 migration_port_max = {migration_max}
+# The memory stream is TLS (Nova's live_migration_with_native_tls): both
+# ends show a certificate of the cloud's CA, and a migration without
+# VIR_MIGRATE_TLS is refused.
+migrate_tls_x509_cert_dir = "{pki}"
+migrate_tls_x509_verify = 1
+migrate_tls_force = 1
 """
 
 SECRET = """\

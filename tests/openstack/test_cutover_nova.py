@@ -245,11 +245,16 @@ class TestNovaCutover(CutoverTestCase):
         self.addCleanup(poll_b.stop)
         link = wan.SandboxWan(self.sandbox)
         wan_before = wan.by_path(link.stats())
+        # What an eavesdropper on the link sees of the memory stream and of
+        # libvirt's control connections.
+        tap = wan.Tap.of_paths(link).start()
+        self.addCleanup(tap.stop)
         began = time.monotonic()
         out = self.migrate(sid)
         api_to_end = time.monotonic() - began
         poll_a.stop()
         poll_b.stop()
+        self.assert_encrypted_on_the_wan(tap.stop())
         time.sleep(relay.STATS_INTERVAL + 0.2)
         self.assert_crossed_the_wan(wan.difference(
             wan_before, wan.by_path(link.stats())))
@@ -316,6 +321,29 @@ class TestNovaCutover(CutoverTestCase):
         for path in ('control', 'final-delta', 'catch-up'):
             self.assertGreater(per_path[path]['sent'], 0, per_path)
             self.assertGreater(per_path[path]['received'], 0, per_path)
+
+    def assert_encrypted_on_the_wan(self, streams):
+        """The memory stream and libvirt's control crossed the link in TLS.
+
+        Each direction of each connection to a host face is TLS records
+        from its first byte (a handshake first; fedex_sandbox.wan.Tap keeps
+        the first 64 KiB): never QEMU's migration stream (magic 'QEVM') or
+        libvirt's RPC in the clear.
+        """
+        print('on the wire: %s' % [
+            (s['path'], s['to_server'], s['bytes'], s['tls_records'])
+            for s in streams])
+        for path in ('memory', 'control'):
+            self.assertTrue(any(s['path'] == path and s['to_server'] and
+                                s['bytes'] for s in streams), streams)
+        for s in streams:
+            if not s['bytes']:
+                continue
+            self.assertTrue(s['head'].startswith('1603'), s)
+            self.assertFalse(s['qemu_magic'], s)
+            # Whole records but for the last one (at most 16 KiB + 256).
+            self.assertLess(s['bytes'] - s['tls_covered'], 16 * 1024 + 261,
+                            s)
 
     def assert_belongs_to_b(self, sid, m):
         """Unlocked, and Nova schedules the server inside site B now.
