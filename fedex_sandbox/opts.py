@@ -51,8 +51,9 @@ sandbox_opts = [
                      'from there. Site number i (0 for site-a) uses '
                      'base_port + 100*i and the 99 ports after it: the '
                      'monitor on the first two (msgr2, msgr1), the manager '
-                     'and the OSD from +10 on. Keep it below 32768, where '
-                     'Ceph clients take their ephemeral ports. Default: the '
+                     'and the OSD from +10 on. up refuses a span that '
+                     'reaches the kernel\'s ephemeral ports (32768 on by '
+                     'default), where any client may hold one. Default: the '
                      'environment variable %s, else the port the sandbox '
                      'directory was created with, else %d.'
                      % (PORT_SPAN, BASE_PORT_ENV, DEFAULT_BASE_PORT)),

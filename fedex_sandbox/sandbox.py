@@ -23,6 +23,16 @@ TERMINAL_PORTS = {'site-a': 300, 'site-b': 301}
 DEMO_PORT = 302
 
 
+def ephemeral_ports(path='/proc/sys/net/ipv4/ip_local_port_range'):
+    """The kernel's range of ports for outgoing connections: (low, high)."""
+    try:
+        with open(path) as f:
+            low, high = f.read().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 class Sandbox(object):
     """Both sites of the local sandbox, all state under one directory."""
 
@@ -150,6 +160,20 @@ class Sandbox(object):
             raise exception.DiskFull(free_mib=free_mib, path=self.root,
                                      need_mib=self.min_free_mib)
 
+    def _check_ports(self):
+        """Refuse a port span that overlaps the kernel's ephemeral ports.
+
+        Seen in CI: a functional sandbox at 32000 found its +900 taken by
+        some outgoing connection (ephemeral ports start at 32768 here).
+        """
+        low, high = ephemeral_ports()
+        first = self.base_port
+        last = first + opts_mod.PORT_SPAN - 1
+        if first <= high and last >= low:
+            raise exception.PortsEphemeral(
+                first=first, last=last, low=low, high=high,
+                most=low - opts_mod.PORT_SPAN)
+
     def _each_site(self, fn):
         """Run fn(site) for both sites at once; re-raise the first error."""
         with concurrent.futures.ThreadPoolExecutor(len(self.sites)) as pool:
@@ -169,6 +193,7 @@ class Sandbox(object):
         shared_mod.check_programs()
         with self._lock():
             self._check_disk()
+            self._check_ports()
             # Fail before starting anything, so that a taken port on one
             # site does not leave the other half started.
             for s in self.sites:

@@ -108,6 +108,14 @@ class PortInUse(SandboxError):
                "another --base-port")
 
 
+class PortsEphemeral(SandboxError):
+    message = ("sandbox: its ports %(first)d-%(last)d reach this machine's "
+               "ephemeral range (%(low)d-%(high)d), where the kernel picks "
+               "ports for outgoing connections, so any client may hold one "
+               "of them; pick a --base-port (or $FEDEX_SANDBOX_BASE_PORT) "
+               "of at most %(most)d")
+
+
 class DiskFull(SandboxError):
     message = ("sandbox: only %(free_mib)d MiB free in %(path)s, %(need_mib)d "
                "MiB needed; free some space or point --sandbox-dir elsewhere")

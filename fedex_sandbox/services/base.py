@@ -159,8 +159,24 @@ class Service(object):
         with open(tmp, 'w') as f:
             f.write('%d\n' % proc.pid)
         os.replace(tmp, self.pidfile)
+        self._wait_exec(proc)
         LOG.debug('%s: started as pid %d', self.name, proc.pid)
         return proc.pid
+
+    def _wait_exec(self, proc, timeout=5):
+        """Wait until the new process shows its own name and arguments.
+
+        Popen returns once exec has closed our error pipe, which the kernel
+        does before it sets the new name and lays out the new arguments:
+        on a loaded machine /proc then shows an empty command line for a
+        moment, and pid() took a process that had just started for gone
+        (seen in CI). Returns early if the process exits.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if processes.read_cmdline(proc.pid):
+                return
+            time.sleep(0.01)
 
     def tail(self):
         paths = [self.out_file]

@@ -4,6 +4,7 @@ import functools
 import os
 import sys
 import time
+from unittest import mock
 
 import fixtures
 import testtools
@@ -43,6 +44,23 @@ class TestService(testtools.TestCase):
         self.assertEqual(pid, svc.stop())
         self.assertIsNone(svc.pid())
         self.assertFalse(os.path.exists(svc.pidfile))
+
+    def test_ours_as_soon_as_started(self):
+        """start() returns once /proc shows the new command line."""
+        svc = self.service('import time; time.sleep(60)')
+        seen = []
+        real = base.processes.read_cmdline
+
+        def exec_not_done_yet(pid):
+            # The first look finds the arguments not laid out yet.
+            seen.append(pid)
+            return [] if len(seen) == 1 else real(pid)
+        with mock.patch.object(base.processes, 'read_cmdline',
+                               exec_not_done_yet):
+            pid = svc.start()
+        self.addCleanup(svc.stop)
+        self.assertGreaterEqual(len(seen), 2)
+        self.assertEqual(pid, svc.pid())
 
     def test_a_stranger_behind_the_pid_file_is_not_ours(self):
         svc = self.service('pass')

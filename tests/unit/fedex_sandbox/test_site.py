@@ -27,6 +27,21 @@ class TestSiteLayout(testtools.TestCase):
         self.assertEqual((20000, 20001), (a.mon_v2, a.mon_v1))
         self.assertEqual(20100, b.mon_v2)
 
+    def test_ports_in_the_ephemeral_range_are_refused(self):
+        ranges = self.useFixture(fixtures.TempDir()).join('range')
+        with open(ranges, 'w') as f:
+            f.write('32768\t60999\n')
+        real = sandbox.ephemeral_ports
+        self.useFixture(fixtures.MockPatch(
+            'fedex_sandbox.sandbox.ephemeral_ports', lambda: real(ranges)))
+        e = self.assertRaises(exception.PortsEphemeral,
+                              sandbox.Sandbox(self.root,
+                                              base_port=32000)._check_ports)
+        self.assertIn('32000-33999', str(e))
+        self.assertIn('of at most 30768', str(e))
+        sandbox.Sandbox(self.root, base_port=30000)._check_ports()
+        sandbox.Sandbox(self.root, base_port=61000)._check_ports()
+
     def test_conf_names_only_files_of_the_site(self):
         s = site.SandboxSite(self.root, 'site-a', 0, 20000, 8)
         os.makedirs(s.dir)
