@@ -72,6 +72,20 @@ def snapshot_prefixes(ctx, m):
                    'fedex-final-%s' % short(m['id'])})
 
 
+def group_route(ctx, group):
+    """(source, destination) terminal ids of a group's members, or None.
+
+    Those of a member not finished: a newcomer that names no terminal
+    travels with them (the least busy terminals of a site with several
+    could be others, which :func:`check_join` refuses).
+    """
+    for x in db.list_(ctx, 'migration'):
+        if group_of(x) == group and x['state'] not in \
+                states.MIGRATION_FINAL:
+            return x['source_terminal_id'], x['dest_terminal_id']
+    return None
+
+
 def check_join(ctx, group, source_terminal_id, dest_terminal_id,
                same_request=False):
     """Refuse a new member of a group that is packed already.

@@ -3,7 +3,8 @@
     fedex-sandbox up        start (or create) site-a and site-b, the shared
                             services, a conductor and a terminal agent per
                             site; wait for health; --openstack: also the
-                            two-site OpenStack mini-cloud
+                            two-site OpenStack mini-cloud;
+                            --terminals-per-site N: N terminals per site
     fedex-sandbox status    health and daemons of each site
     fedex-sandbox env       shell exports of each site's conf and keyring
     fedex-sandbox down      stop the daemons we started (data is kept)
@@ -22,6 +23,7 @@
                             (--direct: the engine's steps one by one)
 """
 
+import argparse
 import json
 import os
 import shlex
@@ -34,6 +36,7 @@ from fedex_sandbox import demo as demo_mod
 from fedex_sandbox import layers as layers_mod
 from fedex_sandbox import opts
 from fedex_sandbox import sandbox as sandbox_mod
+from fedex_sandbox.services import ports
 from fedex_sandbox import wan
 from lsrp import cmdline
 from lsrp import exception
@@ -58,10 +61,12 @@ def do_up(sb, openstack=None):
     for name, action in sb.up(openstack=openstack).items():
         print('%s: %s' % (name, UP_RESULTS[action] if name in sites
                           else action))
-    # What runs on top (the shipment manager: a conductor and one terminal
-    # agent per site), registered by entry point.
+    # What runs on top (the shipment manager: a conductor and terminal
+    # agents at each site), registered by entry point.
+    per_site = getattr(CONF.command, 'terminals_per_site', None)
+    settings = {} if per_site is None else {'terminals_per_site': per_site}
     for _, layer in layers_mod.layers(sb):
-        for name, action in layer.up().items():
+        for name, action in layer.up(**settings).items():
             print('%s: %s' % (name, action))
     return 0
 
@@ -316,6 +321,18 @@ COMMAND_LIST.append(cmdline.Command(
     'fedex-sandbox tempest-conf ws/etc/tempest.conf'))
 
 
+def _terminals_per_site(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= ports.MAX_TERMINALS_PER_SITE:
+        raise argparse.ArgumentTypeError(
+            '%r: a number of terminals from 1 to %d'
+            % (text, ports.MAX_TERMINALS_PER_SITE))
+    return value
+
+
 def add_command_parsers(subparsers):
     for command in COMMAND_LIST:
         parser = cmdline.add_command(subparsers, 'fedex-sandbox', command)
@@ -345,6 +362,14 @@ def add_command_parsers(subparsers):
             parser.add_argument('--openstack', action='store_true',
                                 help='Also bring up the mini-cloud: a '
                                      'two-site OpenStack on both sites.')
+            parser.add_argument('--terminals-per-site', metavar='N',
+                                type=_terminals_per_site,
+                                help='Run N terminals (lsrp-server and '
+                                'agent) at each site, remembered for the '
+                                'later commands; the manager spreads '
+                                'migrations over them (default: as last '
+                                'asked, else 1; at most %d).'
+                                % ports.MAX_TERMINALS_PER_SITE)
         if command.name == 'wan-up':
             # Unset: as last asked (run/wan.json), else 1000 Mbit/s, 1 ms.
             _wan_flags(parser, delay_ms=None, rate_mbit=None)

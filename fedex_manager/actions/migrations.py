@@ -102,6 +102,14 @@ def migration_create(ctx, servers, source_site, dest_site, name=None,
         inputs.bad('dest_site', 'source and destination are both %s'
                    % src['name'])
     opts = options_mod.validate(options)
+    route = opts.get('shipment_group') and shipments.group_route(
+        ctx, opts['shipment_group'])
+    if route and [db.get(ctx, 'terminal', t)['site_id'] for t in route] \
+            == [src['id'], dst['id']]:
+        # One group, one route: the group's terminals, not the least busy
+        # (a group between other sites: check_join refuses it).
+        source_terminal = source_terminal or route[0]
+        dest_terminal = dest_terminal or route[1]
     terms = choose_terminals(ctx, src, dst, source_terminal, dest_terminal)
     server_rows, volume_rows, seen = [], [], set()
     for i, server in enumerate(servers):

@@ -20,8 +20,17 @@ drives Nova at the cutover (``[conductor] compute_driver = nova``) and
 marks and moves Cinder volumes, as the cloud's own ``fedex`` service user
 (``[nova]``, ``[cinder]``); the cloud's fedex-api gets the same. Without
 it, the final delta completes a migration (the Ceph-only demo).
+
+``fedex-sandbox up --terminals-per-site N`` runs N terminals at each site
+(``terminal-site-a``, ``terminal-site-a-2``...; remembered in
+``<sandbox>/manager/settings.json`` for the later commands): each its own
+lsrp-server port (``services.ports.extra_terminal``), certificate, state,
+key and slot directories, and its agent; site A's each with their blank
+devices. The manager spreads the migrations over them (the least busy
+terminal of a site, ``fedex_manager.actions.migrations.choose_terminals``).
 """
 
+import json
 import os
 
 from oslo_config import cfg
@@ -31,11 +40,16 @@ from fedex_manager.db import api as db
 from fedex_manager import opts
 from fedex_sandbox.manager import deploy
 from fedex_sandbox.services import base as services_base
+from fedex_sandbox.services import ports
 from lsrp import exception
+from lsrp import fileutils
 
 SITES = ('site-a', 'site-b')
 TERMINAL_OFFSETS = {'site-a': 300, 'site-b': 301}
 DEVICES_PER_SITE = 3
+# As many as the terminals' ports the WAN forwards hold.
+MAX_TERMINALS_PER_SITE = ports.MAX_TERMINALS_PER_SITE
+SETTINGS = 'settings.json'
 
 
 def cloud_auth(sb):
@@ -104,15 +118,120 @@ class SandboxManager(services_base.ServiceSet):
             name, argv, self.run_dir, self.log_dir, marker=conf,
             ready=lambda: True, stop_timeout=20)
 
+    # --- terminals -------------------------------------------------------------
+
+    @property
+    def settings_file(self):
+        return os.path.join(self.root, SETTINGS)
+
+    def settings(self):
+        """What ``fedex-sandbox up`` was last asked for (its flags)."""
+        try:
+            with open(self.settings_file) as f:
+                return json.load(f)
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    @property
+    def terminals_per_site(self):
+        """Terminals each site runs: as last asked, else 1."""
+        return self.settings().get('terminals_per_site', 1)
+
+    def set_terminals_per_site(self, count):
+        """Remember ``count`` for this and the later commands."""
+        if not 1 <= count <= MAX_TERMINALS_PER_SITE:
+            raise exception.SandboxError(
+                reason='%d terminals per site: the sandbox runs 1 to %d '
+                '(the ports of its terminals, +%d..+%d)' % (
+                    count, MAX_TERMINALS_PER_SITE, TERMINAL_OFFSETS['site-a'],
+                    ports.EXTRA_TERMINAL_LAST))
+        os.makedirs(self.root, exist_ok=True)
+        fileutils.write_atomic(self.settings_file, json.dumps(
+            dict(self.settings(), terminals_per_site=count)))
+
+    def terminal_port(self, site, n=1):
+        if n == 1:
+            return self.sb.port(TERMINAL_OFFSETS[site])
+        return self.sb.port(ports.extra_terminal(SITES.index(site), n))
+
+    def terminals(self, count=None):
+        """``[(site, n, name)]``: terminal ``n`` of each site, n <= count.
+
+        ``count``: the terminals per site (default: as remembered).
+        """
+        count = self.terminals_per_site if count is None else count
+        return [(site, n, self.dep.terminal_name(site, n))
+                for n in range(1, count + 1) for site in SITES]
+
+    def terminal_names(self):
+        """The names the sandbox's terminals register with the manager."""
+        return [name for _, _, name in self.terminals()]
+
+    def _agent(self, site, n):
+        tail = deploy.terminal_suffix(site, n)
+        return self._service('lsrp-agent-%s' % tail,
+                             os.path.join(self.dep.work,
+                                          'agent-%s.conf' % tail),
+                             'lsrp-agent')
+
+    def _prepare_terminals(self):
+        """Certificates and slots of the terminals beyond the first.
+
+        Site A's get their blank devices (the seeds' carriers) when their
+        slots are made; site B's, like its first terminal, receive the
+        devices the courier brings.
+        """
+        d = self.dep
+        for site, n, _ in self.terminals():
+            if n == 1:
+                continue
+            d.ensure_cert(site, n)
+            if not os.path.isdir(d.slots_dir(site, n)):
+                d.make_slots(site, DEVICES_PER_SITE if site == 'site-a'
+                             else 0, n)
+
+    def _retire(self):
+        """Stop the agents of terminals beyond the count asked for.
+
+        Their last heartbeat is forgotten at once (health UNKNOWN, not UP
+        until the heartbeat timeout), so that no new migration is given
+        to them while a site has a terminal UP.
+        """
+        stopped = {}
+        for n in range(self.terminals_per_site + 1,
+                       MAX_TERMINALS_PER_SITE + 1):
+            for site in SITES:
+                svc = self._agent(site, n)
+                if svc.pid() is not None:
+                    svc.stop()
+                    stopped[svc.name] = self.dep.terminal_name(site, n)
+        if stopped:
+            from fedex_manager import context
+            db.configure(self.dep.db_url)
+            ctx = context.admin('fedex-sandbox')
+            for name in stopped.values():
+                try:
+                    term = db.get(ctx, 'terminal', name)
+                except exception.NotFound:
+                    continue
+                db.update(ctx, 'terminal', term['id'],
+                          {'last_heartbeat': None})
+                db.add_event(ctx, 'terminal', term['id'], 'health',
+                             'terminal %s stopped: fedex-sandbox runs %d '
+                             'terminal(s) per site' % (
+                                 name, self.terminals_per_site))
+        return {name: 'stopped (fewer terminals per site)'
+                for name in stopped}
+
+    # --- services --------------------------------------------------------------
+
     def services(self):
         d = self.dep
         out = [self._service('fedex-conductor',
                              os.path.join(d.work, 'conductor-1.conf'),
                              'fedex-conductor')]
-        for site in SITES:
-            out.append(self._service(
-                'lsrp-agent-%s' % site,
-                os.path.join(d.work, 'agent-%s.conf' % site), 'lsrp-agent'))
+        for site, n, _ in self.terminals():
+            out.append(self._agent(site, n))
         return out
 
     def configure(self):
@@ -123,6 +242,7 @@ class SandboxManager(services_base.ServiceSet):
         from fedex_manager.db import api as db
         d = self.dep
         d.db_sync()
+        self._prepare_terminals()
         self.write_confs()
         db.configure(d.db_url)
         ctx = context.admin('fedex-sandbox')
@@ -146,8 +266,10 @@ class SandboxManager(services_base.ServiceSet):
         """The processes' config files; the names of those that changed."""
         d = self.dep
         wanted = {'conductor-1.conf': d.manager_conf('conductor-1')}
-        for site in SITES:
-            wanted['agent-%s.conf' % site] = d.agent_conf(site)
+        for site, n, _ in self.terminals():
+            tail = deploy.terminal_suffix(site, n)
+            wanted['agent-%s.conf' % tail] = d.agent_conf(
+                site, n, self.terminal_port(site, n))
         changed = []
         for filename, sections in wanted.items():
             path = os.path.join(d.work, filename)
@@ -168,7 +290,14 @@ class SandboxManager(services_base.ServiceSet):
     def configured(self):
         return os.path.exists(self.marker)
 
-    def up(self):
+    def up(self, terminals_per_site=None):
+        """Start what is not running; ``{service: action}``.
+
+        ``terminals_per_site``: run that many terminals at each site from
+        now on (remembered); None: as before.
+        """
+        if terminals_per_site is not None:
+            self.set_terminals_per_site(terminals_per_site)
         # Configured once (schema, sites, slots): a second up is a no-op.
         if not self.configured():
             self.configure()
@@ -178,8 +307,10 @@ class SandboxManager(services_base.ServiceSet):
         else:
             # The mini-cloud came (or went): the conductor's [nova] and
             # [cinder] follow, and a running process takes its new config.
+            # More terminals per site than before: theirs are new.
+            self._prepare_terminals()
             changed = self.write_confs()
-        result = {}
+        result = self._retire()
         for svc in self.services():
             if svc.pid() is not None and svc.marker in changed:
                 svc.stop()

@@ -121,15 +121,18 @@ class CloudDemo(object):
             self.clusters[site].pool(pool).ioctx, image)
 
     def _ready_terminals(self):
-        """Both terminals UP, site A's with its blank devices (the seed).
+        """The terminals UP, site A's with their blank devices (the seed).
 
         The devices of an earlier run come home with the courier once
         wiped; new ones are made only when too few exist.
         """
+        # Every terminal the sandbox runs (fedex-sandbox up
+        # --terminals-per-site): the manager may give the migration to any.
+        names = set(sandbox_mod.SandboxManager(self.sb).terminal_names())
+
         def ready():
-            terms = site_actions.terminal_list(self.ctx)
-            return len(terms) == 2 and all(
-                t['health'] == 'UP' for t in terms)
+            return names <= {t['name'] for t in site_actions.terminal_list(
+                self.ctx) if t['health'] == 'UP'}
         self._wait('the terminals of the sandbox UP', ready, 120, 0.5)
         demo_devices.ready(self.ctx, self.dep, 'site-a',
                            sandbox_mod.DEVICES_PER_SITE, self.out)

@@ -1,7 +1,8 @@
 """The manager's processes on one machine: conductors and terminal agents.
 
-Used by ``fedex-sandbox`` (a conductor and one agent per site) and by the
-functional tests (two conductors, agents, ``kill -9``). It writes one
+Used by ``fedex-sandbox`` (a conductor and one agent per terminal, one
+terminal per site or ``--terminals-per-site N``) and by the functional
+tests (two conductors, agents, ``kill -9``). It writes one
 config file per process, makes the database schema (``fedex-manage db
 sync``) and starts ``fedex-conductor`` and ``lsrp-agent`` as processes of
 their own.
@@ -66,6 +67,11 @@ def _ini(sections):
             out.append('%s = %s' % (k, v))
         out.append('')
     return '\n'.join(out)
+
+
+def terminal_suffix(site, n):
+    """What the files of terminal ``n`` of ``site`` are named after."""
+    return site if n == 1 else '%s-%d' % (site, n)
 
 
 class Process(object):
@@ -254,17 +260,51 @@ class Deployment(object):
             f.write(_ini(sections))
         return path
 
-    def slots_dir(self, site):
-        return os.path.join(self.work, 'slots-%s' % site)
+    def terminal_name(self, site, n=1):
+        """The name of terminal ``n`` (1, 2...) of ``site``.
 
-    def agent_conf(self, site):
-        name, ca, cert, key = self.sb.terminal(site)
+        The sandbox's own for the first (``terminal-<site>``),
+        ``terminal-<site>-<n>`` for the others.
+        """
+        return self.sb.terminal(site)[0] if n == 1 else \
+            'terminal-%s-%d' % (site, n)
+
+    def slots_dir(self, site, n=1):
+        return os.path.join(self.work,
+                            'slots-%s' % terminal_suffix(site, n))
+
+    def extra_slots_dir(self, site, n):
+        return self.slots_dir(site, n)
+
+    def ensure_cert(self, site, n=1):
+        """Terminal ``n``'s certificate, signed by the sandbox's CA.
+
+        The first terminals' are made with the CA (``fedex-sandbox up``);
+        the others' when first needed.
+        """
+        name = self.terminal_name(site, n)
+        if not os.path.exists(os.path.join(self.sb.pki, name + '.pem')):
+            tls.make_cert(self.sb.pki, name)
+
+    def agent_conf(self, site, n=1, port=None):
+        """lsrp-agent's config of terminal ``n`` of ``site``.
+
+        Each terminal has its own name, certificate, LSRP ``port`` (the
+        first's from ``lsrp_ports``), slots, state and key directories:
+        two terminals never share a journal or a key store.
+        """
+        name = self.terminal_name(site, n)
+        ca = os.path.join(self.sb.pki, 'ca.pem')
+        cert = os.path.join(self.sb.pki, name + '.pem')
+        key = os.path.join(self.sb.pki, name + '.key')
         s = self.sb.site(site)
-        port = self.lsrp_ports[site]
+        if port is None:
+            port = self.lsrp_ports[site]
+        tail = terminal_suffix(site, n)
         sections = self.common(site)
         sections.update({
             'agent': {'name': name, 'site': site,
-                      'slots_dir': self.slots_dir(site),
+                      'slots_dir': self.slots_dir(site, n),
                       'heartbeat_interval': 2,
                       'lsrp_address': self.lsrp_address(port),
                       **self.agent_options},
@@ -274,9 +314,9 @@ class Deployment(object):
             'ceph': {'site_name': site, 'conf_file': s.conf,
                      'keyring': s.keyring},
             'shipment': {'state_dir': os.path.join(self.work,
-                                                   'state-%s' % site),
+                                                   'state-%s' % tail),
                          'key_dir': os.path.join(self.work,
-                                                 'lsrp-keys-%s' % site),
+                                                 'lsrp-keys-%s' % tail),
                          'checkpoint_mib': self.checkpoint_mib},
         })
         return sections
@@ -304,19 +344,21 @@ class Deployment(object):
                                          'failed: %s' % out.stderr[-800:])
         return conf
 
-    def make_slots(self, site, count):
+    def make_slots(self, site, count, n=1):
         """Blank devices (directories) in a terminal's slots, up to count.
 
         Each has a serial of its own (its directory's name); the terminal's
         agent registers it at its next heartbeat, which makes this terminal
-        its home. Empty directories count: wiped devices back home are.
+        (number ``n`` of ``site``) its home. Empty directories count:
+        wiped devices back home are.
         """
-        slots = self.slots_dir(site)
+        slots = self.slots_dir(site, n)
         os.makedirs(slots, exist_ok=True)
         serials = sorted(d for d in os.listdir(slots)
                          if not os.listdir(os.path.join(slots, d)))
         while len(serials) < count:
-            serial = 'usb-%s-%s' % (site, uuid.uuid4().hex[:8])
+            serial = 'usb-%s-%s' % (terminal_suffix(site, n),
+                                    uuid.uuid4().hex[:8])
             os.makedirs(os.path.join(slots, serial))
             serials.append(serial)
         return serials
@@ -329,13 +371,19 @@ class Deployment(object):
         self.processes[name] = proc
         return proc
 
-    def start_agent(self, site):
-        name = self.sb.terminal(site)[0]
-        os.makedirs(self.slots_dir(site), exist_ok=True)
-        conf = self.write_conf('agent-%s.conf' % site, self.agent_conf(site))
+    def start_agent(self, site, n=1, port=None):
+        """lsrp-agent (and its lsrp-server) of terminal ``n`` of ``site``."""
+        name = self.terminal_name(site, n)
+        tail = terminal_suffix(site, n)
+        os.makedirs(self.slots_dir(site, n), exist_ok=True)
+        # The first terminal's as agent_conf(site): the soak runner wraps
+        # that call to put site B's terminal behind its link.
+        sections = self.agent_conf(site) if (n, port) == (1, None) else \
+            self.agent_conf(site, n, port)
+        conf = self.write_conf('agent-%s.conf' % tail, sections)
         proc = Process(name, [os.path.join(BIN, 'lsrp-agent'),
                               '--config-file', conf],
-                       os.path.join(self.work, 'agent-%s.log' % site)
+                       os.path.join(self.work, 'agent-%s.log' % tail)
                        ).start()
         self.processes[name] = proc
         return proc
@@ -346,31 +394,8 @@ class Deployment(object):
         Its own name (``terminal-<site>-<n>``), certificate, slots, state
         and key directories.
         """
-        name = 'terminal-%s-%d' % (site, n)
-        if not os.path.exists(os.path.join(self.sb.pki, name + '.pem')):
-            tls.make_cert(self.sb.pki, name)
-        sections = self.agent_conf(site)
-        slots = self.extra_slots_dir(site, n)
-        os.makedirs(slots, exist_ok=True)
-        sections['agent'].update(name=name, slots_dir=slots,
-                                 lsrp_address=self.lsrp_address(port))
-        sections['server'].update(
-            name=name, port=port,
-            tls_cert=os.path.join(self.sb.pki, name + '.pem'),
-            tls_key=os.path.join(self.sb.pki, name + '.key'))
-        sections['shipment'].update(
-            state_dir=os.path.join(self.work, 'state-%s-%d' % (site, n)),
-            key_dir=os.path.join(self.work, 'lsrp-keys-%s-%d' % (site, n)))
-        conf = self.write_conf('agent-%s-%d.conf' % (site, n), sections)
-        proc = Process(name, [os.path.join(BIN, 'lsrp-agent'),
-                              '--config-file', conf],
-                       os.path.join(self.work, 'agent-%s-%d.log' % (site, n))
-                       ).start()
-        self.processes[name] = proc
-        return proc
-
-    def extra_slots_dir(self, site, n):
-        return os.path.join(self.work, 'slots-%s-%d' % (site, n))
+        self.ensure_cert(site, n)
+        return self.start_agent(site, n, port)
 
     def stop(self):
         for proc in self.processes.values():
