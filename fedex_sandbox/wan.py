@@ -37,6 +37,8 @@ import time
 
 from fedex_sandbox import processes
 from fedex_sandbox import relay
+from fedex_sandbox.services import compute_hosts
+from fedex_sandbox.services import ports
 from lsrp import exception
 
 # The paths bytes are counted by (a mapping's "path").
@@ -534,11 +536,12 @@ class SandboxWan(object):
         return self.link.face(HOST_FACE_FIRST + index)
 
     def _hosts(self):
-        from fedex_sandbox.services import cloud as cloud_mod
-        from fedex_sandbox.services import ports
-        c = cloud_mod.Cloud(self.sb)
-        return [(h.name, h.index, h.address, ports.migration_range(h.index))
-                for h in c.hosts]
+        base_port = self.sb.base_port
+        return [(compute_hosts.name(site, number), index,
+                 compute_hosts.address(base_port, index),
+                 ports.migration_range(index))
+                for site, number, index in compute_hosts.layout(
+                    s.name for s in self.sb.sites)]
 
     def mappings(self):
         sb = self.sb
@@ -549,7 +552,6 @@ class SandboxWan(object):
             out.append({'name': 'terminals/%s' % name, 'path': name,
                         'listen': face, 'target': '127.0.0.1',
                         'ports': term})
-        from fedex_sandbox.services import ports
         for name, index, address, (lo, hi) in self._hosts():
             face = self.host_face(index)
             # libvirtd's TLS port only: its plain TCP port is for the

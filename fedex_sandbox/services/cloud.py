@@ -31,6 +31,7 @@ from oslo_log import log as logging
 
 from fedex_sandbox import processes
 from fedex_sandbox.services import base
+from fedex_sandbox.services import compute_hosts
 from fedex_sandbox.services import confs
 from fedex_sandbox.services import host_tls
 from fedex_sandbox.services import ports
@@ -40,7 +41,6 @@ from lsrp import exception
 LOG = logging.getLogger(__name__)
 
 VENV_ENV = 'FEDEX_OPENSTACK_VENV'
-HOSTS_PER_SITE = 2
 DATABASES = ('keystone', 'placement', 'nova_api', 'nova', 'nova_cell0',
              'cinder', 'glance', 'barbican')
 # fedex-site-a/-b: the sandbox's terminals, each its own identity at the
@@ -85,12 +85,9 @@ class Host(object):
         self.cloud = cloud
         self.site = site
         self.index = index
-        self.name = '%s-h%d' % (site, number)
+        self.name = compute_hosts.name(site, number)
         self.dir = os.path.join(cloud.dir, 'hosts', self.name)
-        base_port = cloud.sandbox.base_port
-        # Its own loopback address, unique to the sandbox's base port.
-        self.address = '127.%d.%d.%d' % ((base_port >> 8) & 255,
-                                         base_port & 255, 10 + index)
+        self.address = compute_hosts.address(cloud.sandbox.base_port, index)
         self.conf = os.path.join(self.dir, 'nova-compute.conf')
         self.init = os.path.join(self.dir, 'init.sh')
         # HOST_PKI_PATH, seen from the root namespace.
@@ -304,9 +301,8 @@ class Cloud(base.ServiceSet):
         # The CA of the compute hosts' TLS (host_tls).
         self.pki_dir = os.path.join(self.dir, 'pki')
         self.venv = venv or default_venv()
-        self.hosts = [Host(self, site.name, n + 1, i * HOSTS_PER_SITE + n)
-                      for i, site in enumerate(sandbox.sites)
-                      for n in range(HOSTS_PER_SITE)]
+        self.hosts = [Host(self, *place) for place in compute_hosts.layout(
+            s.name for s in sandbox.sites)]
 
     def exists(self):
         return os.path.isdir(self.dir)

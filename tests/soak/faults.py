@@ -6,8 +6,9 @@ WAN comes back. A user's act (the server deleted, stopped, its volume
 detached, the migration aborted) has nothing to recover.
 
 Every process is found through the pid files the sandbox and the
-deployment keep (never by name), and killed with SIGKILL: a crash, no
-goodbye.
+deployment keep (never by name across the machine; a host's libvirtd is
+the one among its init's descendants), and killed with SIGKILL: a crash,
+no goodbye.
 """
 
 import os
@@ -15,7 +16,6 @@ import signal
 import subprocess
 import time
 
-from fedex_sandbox import processes
 from fedex_sandbox.services import base as services_base
 from lsrp import exception
 
@@ -153,23 +153,13 @@ class KillLibvirtd(_HostFault):
     host whose systemd restarts libvirtd.service.
     """
 
-    def _pidfile(self):
-        return os.path.join(self.host.dir, 'run', 'fedex-libvirtd.pid')
-
-    def _pid(self):
-        try:
-            with open(self._pidfile()) as f:
-                pid = int(f.read().strip())
-        except (OSError, ValueError):
-            return None
-        return pid if processes.read_comm(pid) == 'libvirtd' else None
-
     def inject(self):
-        pid = self._pid()
+        # Not the host's pid file: libvirtd writes there its pid as the
+        # host's PID namespace numbers it, another process from here.
+        pid = self.host.libvirtd_pid()
         if pid is None:
-            raise exception.SandboxError(reason='libvirtd of %s: no pid in '
-                                         '%s' % (self.host.name,
-                                                 self._pidfile()))
+            raise exception.SandboxError(reason='libvirtd of %s is not '
+                                         'running' % self.host.name)
         self.killed = pid
         _kill9(pid)
         return 'libvirtd of %s pid %d' % (self.host.name, pid)
@@ -178,7 +168,7 @@ class KillLibvirtd(_HostFault):
         # The host's init restarts it (services/confs.py HOST_INIT).
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            pid = self._pid()
+            pid = self.host.libvirtd_pid()
             if pid and pid != self.killed and services_base.tcp_open(
                     self.host.address, self.env.cloud.port('libvirtd')):
                 break
@@ -190,7 +180,7 @@ class KillLibvirtd(_HostFault):
         self.host.define_secrets()
 
     def healthy(self):
-        return self._pid() not in (None, self.killed) and \
+        return self.host.libvirtd_pid() not in (None, self.killed) and \
             self.env.compute_up(self.host.name)
 
 

@@ -1,6 +1,8 @@
-"""What the fedex commands share: columns, following a migration, and
-turning servers into a migration request (with Nova's help)."""
+"""What the fedex commands share: columns, ``--wait`` and following a
+migration, and turning servers into a migration request (with Nova's
+help)."""
 
+import argparse
 import json
 import sys
 import time
@@ -175,34 +177,68 @@ def progress_line(m):
     return ' | '.join(parts)
 
 
+def add_wait_args(parser, help):
+    """``--wait`` (``help`` says what it follows) and ``--wait-interval``."""
+    parser.add_argument('--wait', action='store_true', help=help)
+    add_wait_interval(parser)
+
+
+def add_wait_interval(parser):
+    # Hidden: the seconds between two looks, for the tests.
+    parser.add_argument('--wait-interval', type=float, default=2.0,
+                        metavar='<seconds>', help=argparse.SUPPRESS)
+
+
+def waited(args, follow, client, resource):
+    """``resource`` followed with ``follow`` if ``--wait``, else as is."""
+    if args.wait:
+        return follow(client, resource['id'], args.wait_interval)
+    return resource
+
+
+def poll(noun, get, ident, render, done, interval, out, clock):
+    """Print ``render(get(ident))`` when it changes, until ``done``.
+
+    ``done`` may raise for a bad end. Ctrl-C stops following only: the
+    migration or wave goes on. Returns the last one seen.
+    """
+    last = None
+    try:
+        while True:
+            item = get(ident)
+            text = render(item)
+            if text != last:
+                print(text, file=out, flush=True)
+                last = text
+            if done(item):
+                return item
+            clock.sleep(interval)
+    except KeyboardInterrupt:
+        print('stopped following %s %s; it goes on (openstack fedex %s '
+              'show %s)' % (noun, ident, noun, ident), file=out, flush=True)
+        return get(ident)
+
+
+def _migration_done(m):
+    automatic = (m.get('options') or {}).get('cutover') == 'automatic'
+    if m['state'] in (AUTOMATIC_DONE if automatic else DONE):
+        return True
+    if m['state'] in BAD_END:
+        raise exceptions.CommandError(
+            'migration %s is %s: %s' % (m['id'], m['state'],
+                                        m.get('last_error') or
+                                        'see its events'))
+    return False
+
+
 def follow(client, ident, interval=2.0, out=sys.stderr, clock=time):
     """Print progress until the migration is ready for its cutover.
 
     Or until it is done when the cutover is automatic. Ctrl-C stops
     following only: the migration goes on. Returns the last migration seen.
     """
-    last_line = None
-    try:
-        while True:
-            m = client.migrations.get(ident)
-            line = progress_line(m)
-            if line != last_line:
-                print(line, file=out, flush=True)
-                last_line = line
-            automatic = (m.get('options') or {}).get('cutover') == \
-                'automatic'
-            if m['state'] in (AUTOMATIC_DONE if automatic else DONE):
-                return m
-            if m['state'] in BAD_END:
-                raise exceptions.CommandError(
-                    'migration %s is %s: %s' % (m['id'], m['state'],
-                                                m.get('last_error') or
-                                                'see its events'))
-            clock.sleep(interval)
-    except KeyboardInterrupt:
-        print('stopped following migration %s; it goes on (openstack fedex '
-              'migration show %s)' % (ident, ident), file=out, flush=True)
-        return client.migrations.get(ident)
+    return poll('migration', client.migrations.get, ident, progress_line,
+                _migration_done, interval, out, clock)
 
 
 def _site_of_zone(client, zone, what):

@@ -1,8 +1,6 @@
 """``openstack fedex migration create|list|show|set|abort|retry|cutover|
 delete`` and ``openstack fedex migration event list``."""
 
-import argparse
-
 from osc_lib.command import command
 from osc_lib import exceptions
 
@@ -42,15 +40,6 @@ def _options(args):
     return out
 
 
-def _wait_args(parser):
-    parser.add_argument('--wait', action='store_true',
-                        help='Follow the migration until it is ready for '
-                             'its cutover (or completed when the cutover is '
-                             'automatic). Ctrl-C stops following only.')
-    parser.add_argument('--wait-interval', type=float, default=2.0,
-                        metavar='<seconds>', help=argparse.SUPPRESS)
-
-
 class CreateMigration(command.ShowOne):
     """Move servers to another site: seed by courier, catch up by WAN."""
 
@@ -80,7 +69,10 @@ class CreateMigration(command.ShowOne):
                                'found from its availability zone).')
         parser.add_argument('--name', metavar='<name>')
         _option_args(parser)
-        _wait_args(parser)
+        common.add_wait_args(
+            parser, 'Follow the migration until it is ready for its cutover '
+                    '(or completed when the cutover is automatic). Ctrl-C '
+                    'stops following only.')
         return parser
 
     def _volume_ids(self, refs):
@@ -108,8 +100,7 @@ class CreateMigration(command.ShowOne):
                                          self._volume_ids(args.volumes)],
                 source_site=args.source_site or None,
                 name=args.name or None, options=_options(args) or None)
-            if args.wait:
-                m = common.follow(client, m['id'], args.wait_interval)
+            m = common.waited(args, common.follow, client, m)
             return common.MIGRATION_COLUMNS, common.migration_row(m)
         if args.volumes:
             raise exceptions.CommandError(
@@ -135,9 +126,8 @@ class CreateMigration(command.ShowOne):
             source_site=args.source_site, dest_site=args.dest_site,
             dest_host=args.dest_host, name=args.name,
             options=_options(args))
-        m = client.migrations.create(**body)
-        if args.wait:
-            m = common.follow(client, m['id'], args.wait_interval)
+        m = common.waited(args, common.follow, client,
+                          client.migrations.create(**body))
         return common.MIGRATION_COLUMNS, common.migration_row(m)
 
 

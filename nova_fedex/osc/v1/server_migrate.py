@@ -36,8 +36,8 @@ class FedexMigrateServer(osc_server.MigrateServer):
         group.add_argument('--cutover', choices=['automatic', 'approved'],
                            help='With --fedex: cut over when ready, or wait '
                                 'for approval (default).')
-        group.add_argument('--wait-interval', type=float, default=2.0,
-                           help=argparse.SUPPRESS)
+        # --wait is the built-in command's.
+        common.add_wait_interval(group)
         return parser
 
     def take_action(self, parsed_args):

@@ -5,7 +5,6 @@ common chunks stored once), each server's own cutover, final delta and
 rollback; at most ``--max-parallel-cutovers`` of them cut over at once.
 """
 
-import argparse
 import sys
 import time
 
@@ -72,6 +71,19 @@ def _done(s, automatic):
         'approve it again' in waiting or 'not approved' in waiting
 
 
+def _wave_done(w):
+    automatic = w.get('cutover') == 'automatic'
+    if not all(_done(s, automatic) for s in w['servers']):
+        return False
+    bad = [s for s in w['servers'] if s['state'] in ('FAILED', 'ABORTED')]
+    if bad:
+        raise exceptions.CommandError('wave %s: %s' % (w['id'], '; '.join(
+            'server %s %s: %s' % (s['server_id'], s['state'],
+                                  s.get('last_error') or 'see its events')
+            for s in bad)))
+    return True
+
+
 def follow(client, ident, interval=2.0, out=sys.stderr, clock=time):
     """Print the wave (per server) until each server waits or ended.
 
@@ -79,31 +91,9 @@ def follow(client, ident, interval=2.0, out=sys.stderr, clock=time):
     or ended (COMPLETED, CLEANED, ABORTED, FAILED). Ctrl-C stops
     following only. A FAILED or ABORTED server is an error at the end.
     """
-    last = None
-    try:
-        while True:
-            w = client.waves.get(ident)
-            lines = wave_lines(w)
-            if lines != last:
-                print('\n'.join(lines), file=out, flush=True)
-                last = lines
-            automatic = w.get('cutover') == 'automatic'
-            if all(_done(s, automatic) for s in w['servers']):
-                bad = [s for s in w['servers']
-                       if s['state'] in ('FAILED', 'ABORTED')]
-                if bad:
-                    raise exceptions.CommandError(
-                        'wave %s: %s' % (w['id'], '; '.join(
-                            'server %s %s: %s' % (
-                                s['server_id'], s['state'],
-                                s.get('last_error') or 'see its events')
-                            for s in bad)))
-                return w
-            clock.sleep(interval)
-    except KeyboardInterrupt:
-        print('stopped following wave %s; it goes on (openstack fedex wave '
-              'show %s)' % (ident, ident), file=out, flush=True)
-        return client.waves.get(ident)
+    return common.poll('wave', client.waves.get, ident,
+                       lambda w: '\n'.join(wave_lines(w)), _wave_done,
+                       interval, out, clock)
 
 
 def wave_row(w, columns=WAVE_COLUMNS):
@@ -154,12 +144,10 @@ class CreateWave(command.ShowOne):
                             metavar='<n>',
                             help='Servers cutting over at once (default 2).')
         migration._option_args(parser)
-        parser.add_argument('--wait', action='store_true',
-                            help='Follow the wave, server by server, until '
-                                 'each waits for its cutover\'s approval or '
-                                 'ended. Ctrl-C stops following only.')
-        parser.add_argument('--wait-interval', type=float, default=2.0,
-                            metavar='<seconds>', help=argparse.SUPPRESS)
+        common.add_wait_args(
+            parser, 'Follow the wave, server by server, until each waits '
+                    'for its cutover\'s approval or ended. Ctrl-C stops '
+                    'following only.')
         return parser
 
     def take_action(self, args):
@@ -181,9 +169,7 @@ class CreateWave(command.ShowOne):
             client, compute, args.servers, images=images,
             source_site=args.source_site, dest_site=args.dest_site,
             dest_host=args.dest_host, name=args.name, options=options)
-        w = client.waves.create(**body)
-        if args.wait:
-            w = follow(client, w['id'], args.wait_interval)
+        w = common.waited(args, follow, client, client.waves.create(**body))
         return WAVE_COLUMNS, wave_row(w)
 
 
@@ -207,11 +193,8 @@ class ShowWave(command.ShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('wave', metavar='<wave>')
-        parser.add_argument('--wait', action='store_true',
-                            help='Follow it, server by server (see create).')
-        parser.add_argument('--wait-interval', type=float, default=2.0,
-                            metavar='<seconds>',
-                            help=argparse.SUPPRESS)
+        common.add_wait_args(parser,
+                             'Follow it, server by server (see create).')
         return parser
 
     def take_action(self, args):
@@ -234,19 +217,13 @@ class CutoverWave(command.ShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('wave', metavar='<wave>')
-        parser.add_argument('--wait', action='store_true',
-                            help='Follow the cutovers until every server '
-                                 'ended or waits for you.')
-        parser.add_argument('--wait-interval', type=float, default=2.0,
-                            metavar='<seconds>',
-                            help=argparse.SUPPRESS)
+        common.add_wait_args(parser, 'Follow the cutovers until every '
+                                     'server ended or waits for you.')
         return parser
 
     def take_action(self, args):
         client = self.app.client_manager.fedex
-        w = client.waves.cutover(args.wave)
-        if args.wait:
-            w = follow(client, w['id'], args.wait_interval)
+        w = common.waited(args, follow, client, client.waves.cutover(args.wave))
         return WAVE_COLUMNS, wave_row(w)
 
 

@@ -1,12 +1,17 @@
 """``openstack fedex wave ...`` against fedex-api in process."""
 
+import functools
 import io
 from unittest import mock
 
+import fixtures
 from osc_lib import exceptions
+import testtools
 
 from fedex_manager.db import api as db
 from fedexclient import exceptions as fedex_exc
+from nova_fedex.osc.v1 import migration
+from nova_fedex.osc.v1 import server_migrate
 from nova_fedex.osc.v1 import wave
 from tests.unit.osc import test_osc
 
@@ -97,6 +102,27 @@ class TestWaveCommands(test_osc.InProcess):
                                 clock=mock.Mock())
         self.assertIn('server vm1 ABORTED', str(err))
 
+    def test_cutover_wait_ctrl_c_stops_following_only(self):
+        w = self.create('--cutover', 'approved')
+        out = io.StringIO()
+        clock = mock.Mock()
+        clock.sleep.side_effect = KeyboardInterrupt
+        self.useFixture(fixtures.MockPatchObject(
+            wave, 'follow',
+            functools.partial(wave.follow, out=out, clock=clock)))
+        cols, row = test_osc.run(wave.CutoverWave, self.app_,
+                                 ['--wait', '--wait-interval', '0.5',
+                                  w['id']])
+        clock.sleep.assert_called_once_with(0.5)
+        self.assertTrue(out.getvalue().startswith(
+            'wave %s REQUESTED | 3 servers' % w['id']), out.getvalue())
+        self.assertIn('stopped following wave %s; it goes on (openstack '
+                      'fedex wave show %s)' % (w['id'], w['id']),
+                      out.getvalue())
+        # The cutovers were approved all the same.
+        shown = dict(zip(cols, row))['servers'].machine_readable()
+        self.assertEqual([True] * 3, [s['cutover_approved'] for s in shown])
+
     def test_a_bad_server_makes_nothing(self):
         err = self.assertRaises(
             fedex_exc.BadRequest, test_osc.run, wave.CreateWave, self.app_,
@@ -106,3 +132,27 @@ class TestWaveCommands(test_osc.InProcess):
         self.assertIn('servers', str(err))
         self.assertEqual([], self.client.waves.list())
         self.assertEqual([], self.client.migrations.list())
+
+
+class TestWaitArgs(testtools.TestCase):
+    """Every command that follows takes the same hidden --wait-interval."""
+
+    COMMANDS = ((migration.CreateMigration, ['--site', 'site-b']),
+                (wave.CreateWave, ['--site', 'site-b', '--server', 'vm0']),
+                (wave.ShowWave, ['w']),
+                (wave.CutoverWave, ['w']),
+                (server_migrate.FedexMigrateServer, ['vm0']))
+
+    def test_wait_and_its_hidden_interval(self):
+        for cls, argv in self.COMMANDS:
+            parser = cls(mock.Mock(), None).get_parser('openstack')
+            text = parser.format_help()
+            self.assertIn('--wait ', text, cls.__name__)
+            self.assertNotIn('--wait-interval', text, cls.__name__)
+            args = parser.parse_args(argv)
+            self.assertEqual((False, 2.0), (args.wait, args.wait_interval),
+                             cls.__name__)
+            args = parser.parse_args(
+                argv + ['--wait', '--wait-interval', '0.5'])
+            self.assertEqual((True, 0.5), (args.wait, args.wait_interval),
+                             cls.__name__)
