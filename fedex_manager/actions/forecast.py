@@ -14,9 +14,11 @@ FedEx
     what the guests wrote since the export's snapshot; each next one what
     they wrote during the previous one; over when the next one would send
     no more than ``threshold_bytes``, or after ``max_rounds``), then
-    *cut over* the servers one after another: Nova's own steps, QEMU's
-    pre-copy of the memory (:func:`fedex_manager.planner.memory_copy`),
-    and the pause.
+    *cut over* the servers, ``Route.parallel_cutovers`` at a time (one
+    after another unless the request is forecast as a wave, whose
+    ``max_parallel_cutovers`` bound it): Nova's own steps, QEMU's
+    pre-copy of the memory (:func:`fedex_manager.planner.memory_copy`)
+    over the cutovers' share of the link, and the pause.
 
 WAN only
     A plain live migration with block migration, one server after the
@@ -138,6 +140,9 @@ class Route:
     # (the options' convergence).
     downtime_budget: float = None
     convergence: str = 'refuse'
+    # Cutovers running at once: a wave's max_parallel_cutovers; 1 (one
+    # after another) for one migration.
+    parallel_cutovers: int = 1
 
 
 def _rate(v):
@@ -164,14 +169,42 @@ def _catch_up(servers, route, since):
 
 
 def _cutovers(servers, route, left, warnings):
-    """Each server's cutover, one after another; None if one never ends."""
+    """Each server's cutover, ``route.parallel_cutovers`` at a time.
+
+    (rows, the phase's seconds); the seconds are None if one never ends.
+    The servers take the slots in the request's order, each as soon as one
+    frees (the conductor starts a wave's members as their turn comes).
+    """
     writes = sum(s.write_rate for s in servers)
-    out, elapsed = [], 0.0
-    for s in servers:
+    slots = max(1, int(route.parallel_cutovers or 1))
+    # When each slot frees, and each started cutover's end.
+    free, ends = [0.0] * slots, []
+    out, never = [], False
+    for i, s in enumerate(servers):
+        slot = min(range(slots), key=free.__getitem__)
+        # After a cutover that never ends the phase has no end; the
+        # servers after it are forecast from the catch-up's end (as
+        # when they went one after another).
+        start = 0.0 if never else free[slot]
+        # The memory copies running at once share the link. Each gets
+        # the link over the cutovers not yet over when it starts (itself
+        # and those after it included), at most the slots, for its whole
+        # copy and final delta: one figure known at its start, rather than
+        # re-dividing the link at every start and end (each copy's rounds
+        # depend on its rate). It errs long: it divides among the cutovers,
+        # not only those copying at that moment (Nova's steps leave the
+        # link to the others), and the last ones are alone for the end of
+        # their copy. One server, or k = 1: the whole link, as before.
+        sharing = min(slots, len(servers) - i +
+                      sum(1 for e in ends if e > start))
+        rate = route.link_rate / sharing
+        shared = ('' if sharing == 1 else
+                  ', its share of a %s link shared by %d cutovers at once' % (
+                      _rate(route.link_rate), sharing))
         # The cutover's own model (planner.memory_forecast): first for the
         # copy's length, which sizes the final delta, then with the whole
         # pause against the budget.
-        copy = _memory(s, route, route.pause_fixed + route.round_trip)
+        copy = _memory(s, route, route.pause_fixed + route.round_trip, rate)
         row = {'server_id': s.server_id, 'memory_bytes': s.memory,
                'dirty_rate': s.dirty_rate, 'write_rate': s.write_rate,
                'allocated_bytes': s.allocated, 'converges': copy.converges,
@@ -183,36 +216,35 @@ def _cutovers(servers, route, left, warnings):
         if not copy.converges:
             warnings.append(
                 'server %s will not converge: its guest dirties memory at '
-                '%s, the link carries %s (%s); %s' % (
-                    s.server_id, _rate(s.dirty_rate), _rate(route.link_rate),
+                '%s, the link carries %s%s (%s); %s' % (
+                    s.server_id, _rate(s.dirty_rate), _rate(rate), shared,
                     copy.reason, 'its cutover will be refused before the '
                     'pause (convergence: refuse). Lower its dirty rate or '
                     'give it a faster link.' if route.convergence == 'refuse'
                     else 'not even with auto-converge.'))
-            elapsed = None
+            never = True
             continue
         # The final delta: what the catch-up left, plus what the disks were
-        # written since, while the servers before it were cut over.
+        # written since: from the catch-up's end to this cutover's pause.
         setup = route.cutover_setup if s.guest else 0.0
         share = left * s.write_rate / writes if writes else 0.0
-        window = (elapsed or 0.0) + setup + copy.copy_seconds
+        window = start + setup + copy.copy_seconds
         delta = min(share + s.write_rate * window, s.allocated)
-        copy = _memory(s, route, route.pause_fixed + delta / route.link_rate
-                       + route.round_trip)
+        copy = _memory(s, route, route.pause_fixed + delta / rate
+                       + route.round_trip, rate)
         row.update(converges=copy.converges, means=copy.means,
                    throttle=copy.throttle)
         if not copy.converges:
             warnings.append('server %s will not converge: %s' % (
                 s.server_id, copy.reason))
-            elapsed = None
+            never = True
             continue
         if copy.means == planner.AUTO_CONVERGE:
             warnings.append(
                 'server %s will not converge by pre-copy alone (%s): its '
                 'cutover throttles the vCPUs up to %d %% (auto-converge).' % (
                     s.server_id, copy.reason, round(copy.throttle * 100)))
-        took = (setup + copy.copy_seconds + delta / route.link_rate +
-                route.round_trip)
+        took = setup + copy.copy_seconds + delta / rate + route.round_trip
         row.update(memory_copy_seconds=copy.copy_seconds,
                    memory_copy_rounds=copy.rounds,
                    memory_bytes_over_wan=copy.wan_bytes,
@@ -221,14 +253,15 @@ def _cutovers(servers, route, left, warnings):
             row['pause_seconds'] = copy.pause_seconds
             # The memory's last round is in its copy already.
             took += route.pause_fixed
-        if elapsed is not None:
-            elapsed += took
-    return out, elapsed
+        if not never:
+            free[slot] = start + took
+            ends.append(free[slot])
+    return out, None if never else max(free)
 
 
-def _memory(server, route, other_pause):
+def _memory(server, route, other_pause, rate):
     return planner.memory_forecast(
-        server.memory, server.dirty_rate, route.link_rate,
+        server.memory, server.dirty_rate, rate,
         route.memory_downtime, other_pause=other_pause,
         budget=route.downtime_budget, policy=route.convergence)
 

@@ -15,7 +15,11 @@ figure, so the preview can say what it assumes):
   (:func:`fedex_manager.shipments.pack`) on the blank devices of the
   source terminal;
 * the guests' dirty rate and the disks' write rate from the request, else
-  the ``[planner]`` defaults, said to be defaults.
+  the ``[planner]`` defaults, said to be defaults;
+* the cutovers at once: the options' ``max_parallel_cutovers`` when the
+  request gives it (forecast as a wave of these servers would run, one
+  migration each, that many cutting over at a time), else one after
+  another.
 
 It also runs the migration's preflight, and a refusal becomes a warning
 (the forecast still says what the request would take once it can start).
@@ -275,6 +279,7 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
     if reasons:
         raise exception.PreflightFailed(reasons)
     opts_ = options_mod.validate(body.get('options'))
+    parallel = parallel_cutovers(body.get('options'))
     groups = servers + ([{'server_id': None, 'volumes': volumes}]
                         if volumes else [])
     sizes = _ceph_sizes(source, [i for g in groups for i in _image_names(g)],
@@ -332,8 +337,11 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
     setup = planner.parse_duration(conf.planner.cutover_setup,
                                    'cutover_setup')
     notes['cutover'].append(
-        'servers cut over one after another, Nova\'s own steps %s each '
-        '([planner] cutover_setup)%s.' % (
+        'servers cut over %s, Nova\'s own steps %s each ([planner] '
+        'cutover_setup)%s.' % (
+            'one after another' if parallel == 1 else
+            '%d at a time (max_parallel_cutovers, as a wave would), the '
+            'memory copies running at once sharing the link' % parallel,
             _secs(setup), '; the wait for your approval is not '
             'counted' if opts_['cutover'] == 'approved' else ''))
     route = model.Route(
@@ -350,7 +358,7 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
             conf.planner.plain_pause_fixed, 'plain_pause_fixed'),
         cutover_setup=setup,
         downtime_budget=opts_['downtime_budget'] or None,
-        convergence=opts_['convergence'])
+        convergence=opts_['convergence'], parallel_cutovers=parallel)
     notes['pause'].append(
         'a fixed %s ([planner] pause_fixed; %s for a plain live migration), '
         'the memory left when a pre-copy round fits %s ([planner] '
@@ -358,6 +366,21 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
         % (_secs(route.pause_fixed), _secs(route.plain_pause_fixed),
            _secs(route.memory_downtime)))
     return model.forecast(members, route, _assumes(notes), warnings)
+
+
+def parallel_cutovers(options):
+    """The cutovers the forecast runs at once for the request's options.
+
+    ``max_parallel_cutovers`` bounds only a wave's members
+    (:func:`fedex_manager.waves.bound`), yet its default (2) is in every
+    migration's options; one migration of several servers asks Nova for
+    all their live migrations at once, which Nova's
+    ``max_concurrent_live_migrations`` (1 per source host by default)
+    queues: forecast one after another. So only a request that states it
+    is forecast as a wave would run: the way to ask for a wave's forecast
+    (POST /v1/waves takes the same body; without it, its bound is 2).
+    """
+    return (options or {}).get('max_parallel_cutovers') or 1
 
 
 def _mib(n):

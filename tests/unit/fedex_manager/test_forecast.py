@@ -172,3 +172,118 @@ class TestMemoryCopy(testtools.TestCase):
     def test_milliseconds(self):
         self.assertAlmostEqual(0.02, planner.parse_duration('20ms'))
         self.assertEqual(1024, planner.parse_rate('1KiB/s'))
+
+
+FAST = 10e9 / 8                   # 10 Gbit/s: Nova's steps dominate
+
+
+def fleet(n, **kw):
+    return [server('vm%d' % (i + 1), **kw) for i in range(n)]
+
+
+def cutover_phase(servers, r):
+    return forecast.forecast(servers, r)['fedex']['phases']['cutover']
+
+
+class TestParallelCutovers(testtools.TestCase):
+    """A wave's members cut over max_parallel_cutovers at a time."""
+
+    def test_two_at_a_time_halve_the_phase_on_a_fast_link(self):
+        r1 = route(link_rate=FAST, catch_up_rate=FAST)
+        r2 = route(link_rate=FAST, catch_up_rate=FAST, parallel_cutovers=2)
+        one, two = cutover_phase(fleet(4), r1), cutover_phase(fleet(4), r2)
+        # 4 x (30 s of Nova's steps + a short copy), then 2 x: about half,
+        # a little more (the copies share the link two by two).
+        self.assertGreater(one, 4 * 30.0)
+        self.assertGreater(two, one / 2)
+        self.assertLess(two, one / 2 * 1.02)
+        fx = forecast.forecast(fleet(4), r2)['fedex']
+        self.assertAlmostEqual(sum(fx['phases'].values()), fx['total_time'])
+
+    def test_turns_lengthen_the_final_delta(self):
+        # The third and fourth wait for a slot: their disks are written
+        # meanwhile, so their final delta (from the catch-up's end to
+        # their own pause) is larger than the first two's.
+        result = forecast.forecast(fleet(4), route(parallel_cutovers=2))
+        deltas = [row['final_delta_bytes'] for row in result['servers']]
+        self.assertAlmostEqual(deltas[0], deltas[1])
+        self.assertAlmostEqual(deltas[2], deltas[3])
+        self.assertGreater(deltas[2], deltas[0] + 100 * 1024 * 30)
+
+    def test_copies_at_once_share_a_slow_link(self):
+        s = server()
+        alone = planner.memory_copy(s.memory, s.dirty_rate, LINK, 0.5)
+        half = planner.memory_copy(s.memory, s.dirty_rate, LINK / 2, 0.5)
+        k1 = forecast.forecast(fleet(4), route())
+        k2 = forecast.forecast(fleet(4), route(parallel_cutovers=2))
+        for row in k1['servers']:
+            self.assertAlmostEqual(alone.time, row['memory_copy_seconds'])
+        # Two copies at a time, each at half the link: longer, and more
+        # memory dirtied meanwhile crosses the WAN.
+        for row in k2['servers']:
+            self.assertAlmostEqual(half.time, row['memory_copy_seconds'])
+            self.assertGreater(row['memory_copy_seconds'],
+                               2 * alone.time * 0.99)
+            self.assertGreater(row['memory_bytes_over_wan'],
+                               k1['servers'][0]['memory_bytes_over_wan'])
+        one = k1['fedex']['phases']['cutover']
+        two = k2['fedex']['phases']['cutover']
+        # Only Nova's steps overlap for free: far from half.
+        self.assertLess(two, one)
+        self.assertGreater(two, one / 2 + alone.time)
+        self.assertGreater(k2['fedex']['wan_bytes'], k1['fedex']['wan_bytes'])
+
+    def test_the_last_one_alone_has_the_whole_link(self):
+        s = server()
+        alone = planner.memory_copy(s.memory, s.dirty_rate, LINK, 0.5)
+        result = forecast.forecast(fleet(3), route(parallel_cutovers=2))
+        first, second, third = result['servers']
+        self.assertAlmostEqual(first['memory_copy_seconds'],
+                               second['memory_copy_seconds'])
+        self.assertGreater(first['memory_copy_seconds'], alone.time * 1.9)
+        self.assertAlmostEqual(alone.time, third['memory_copy_seconds'])
+
+    def test_more_slots_than_servers(self):
+        four = route(parallel_cutovers=4)
+        ten = route(parallel_cutovers=10)
+        self.assertEqual(cutover_phase(fleet(4), four),
+                         cutover_phase(fleet(4), ten))
+        # All start at once: the phase is one cutover at a quarter link.
+        row = forecast.forecast(fleet(4), ten)['servers'][0]
+        s, r = server(), ten
+        quarter = planner.memory_copy(s.memory, s.dirty_rate, LINK / 4, 0.5)
+        self.assertAlmostEqual(quarter.time, row['memory_copy_seconds'])
+        self.assertAlmostEqual(
+            r.cutover_setup + quarter.time + r.pause_fixed
+            + row['final_delta_bytes'] / (LINK / 4) + r.round_trip,
+            cutover_phase(fleet(4), ten))
+
+    def test_one_server_or_one_slot_is_one_after_another(self):
+        one = forecast.forecast([server()], route())
+        for k in (1, 2, 10):
+            same = forecast.forecast([server()], route(parallel_cutovers=k))
+            self.assertEqual(one['fedex'], same['fedex'])
+            self.assertEqual(one['servers'], same['servers'])
+        # k = 1: the phase is the sum of the cutovers, each delta counting
+        # the ones before it.
+        result = forecast.forecast(fleet(3), route(parallel_cutovers=1))
+        self.assertEqual(forecast.forecast(fleet(3), route()), result)
+        r = route()
+        took = [r.cutover_setup + row['memory_copy_seconds']
+                + row['pause_seconds'] - planner.memory_copy(
+                    row['memory_bytes'], row['dirty_rate'], LINK,
+                    0.5).pause for row in result['servers']]
+        self.assertAlmostEqual(sum(took),
+                               result['fedex']['phases']['cutover'])
+
+    def test_a_guest_that_converges_alone_but_not_on_its_share(self):
+        busy = fleet(2, dirty_rate=0.7 * LINK)
+        alone = forecast.forecast(busy, route(convergence='refuse'))
+        self.assertTrue(all(r['converges'] for r in alone['servers']))
+        shared = forecast.forecast(busy, route(convergence='refuse',
+                                               parallel_cutovers=2))
+        self.assertIsNone(shared['fedex']['total_time'])
+        self.assertIn('server vm1 will not converge: its guest dirties '
+                      'memory at 70.00 Mbit/s, the link carries 50.00 '
+                      'Mbit/s, its share of a 100.00 Mbit/s link shared by '
+                      '2 cutovers at once', shared['warnings'][0])

@@ -250,6 +250,55 @@ class TestRoute(ForecastTestCase):
                          plan['warnings'])
 
 
+class TestWave(ForecastTestCase):
+    """max_parallel_cutovers in the request: forecast as a wave runs."""
+
+    def setUp(self):
+        super().setUp()
+        self.ids = ['vm%d' % i for i in range(1, 5)]
+        for sid in self.ids:
+            FakeCluster.images['vms/%s_disk' % sid] = (GIB, GIB)
+            self.nova.table['/servers/%s' % sid] = self.server(sid)
+
+    def plan(self, **options):
+        return self.forecast(migration=self.body(servers=self.ids,
+                                                 options=options))
+
+    def test_two_at_a_time(self):
+        one, two = self.plan(), self.plan(max_parallel_cutovers=2)
+        self.assertIn('Servers cut over one after another',
+                      one['assumes']['total_time'])
+        self.assertIn('Servers cut over 2 at a time (max_parallel_cutovers, '
+                      'as a wave would), the memory copies running at once '
+                      'sharing the link', two['assumes']['total_time'])
+        # 4 cutovers of 30 s of Nova's steps and a copy of 512 MiB over
+        # 100 Mbit/s (about 45 s alone, more than twice that two at a
+        # time): Nova's steps overlap, the copies do not gain: shorter,
+        # far from half, and the total with it.
+        cut1 = one['fedex']['phases']['cutover']
+        cut2 = two['fedex']['phases']['cutover']
+        self.assertLess(cut2, cut1 - 30.0)
+        self.assertGreater(cut2, cut1 / 2)
+        self.assertAlmostEqual(one['fedex']['total_time'] - cut1,
+                               two['fedex']['total_time'] - cut2)
+        link = planner.parse_rate('100Mbit/s')
+        copy = planner.memory_copy(512 * MIB, 1e6, link / 2, 0.5)
+        for row in two['servers']:
+            self.assertAlmostEqual(copy.time, row['memory_copy_seconds'])
+
+    def test_one_server_as_a_wave_is_as_alone(self):
+        self.ids = ['vm1']
+        one, two = self.plan(), self.plan(max_parallel_cutovers=2)
+        self.assertEqual(one['fedex'], two['fedex'])
+        self.assertEqual(one['servers'], two['servers'])
+
+    def test_one_at_a_time_stated(self):
+        one, stated = self.plan(), self.plan(max_parallel_cutovers=1)
+        self.assertEqual(one['fedex'], stated['fedex'])
+        self.assertIn('Servers cut over one after another',
+                      stated['assumes']['total_time'])
+
+
 class TestRefused(ForecastTestCase):
 
     def test_unknown_image_and_server(self):
