@@ -107,13 +107,20 @@ class ManagerTestCase(base.FunctionalTestCase):
         self.addCleanup(stop)
         return specs, writer
 
+    # Retention 1 day: the test compares the sites at the final snapshot,
+    # then cleans up (migration_cleanup).
+    OPTIONS = {'cutover': 'approved', 'retention_days': 1,
+               'threshold_bytes': 4 * MiB, 'max_rounds': 4,
+               'keep_warm_seconds': 3600}
+
+    def request(self, specs, server):
+        """One server's migration request, as a wave's member."""
+        return {'servers': [{'server_id': server, 'volumes': specs}],
+                'source_site': 'site-a', 'dest_site': 'site-b',
+                'options': dict(self.OPTIONS)}
+
     def migrate(self, specs, server=None, dest_terminal=None, **options):
-        # Retention 1 day: the test compares the sites at the final
-        # snapshot, then cleans up (migration_cleanup).
-        opts_ = {'cutover': 'approved', 'retention_days': 1,
-                 'threshold_bytes': 4 * MiB, 'max_rounds': 4,
-                 'keep_warm_seconds': 3600}
-        opts_.update(options)
+        opts_ = dict(self.OPTIONS, **options)
         return migrations.migration_create(
             self.ctx, [{'server_id': server or 'vm-%s' % self.id_,
                         'volumes': specs}], 'site-a', 'site-b',

@@ -23,13 +23,6 @@ MiB = base.MiB
 
 class TestShipments(base.ManagerTestCase):
 
-    def request(self, specs, server):
-        return {'servers': [{'server_id': server, 'volumes': specs}],
-                'source_site': 'site-a', 'dest_site': 'site-b',
-                'options': {'cutover': 'approved', 'retention_days': 1,
-                            'threshold_bytes': 4 * MiB, 'max_rounds': 4,
-                            'keep_warm_seconds': 3600}}
-
     def clone(self, spec):
         """A copy of image ``spec`` at site-a (a clone of a golden image)."""
         pool, name = self.new_image(32 * MiB)

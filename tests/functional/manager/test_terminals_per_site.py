@@ -25,13 +25,6 @@ MiB = base.MiB
 
 class TestTerminalsPerSite(base.ManagerTestCase):
 
-    def request(self, specs, server):
-        return {'servers': [{'server_id': server, 'volumes': specs}],
-                'source_site': 'site-a', 'dest_site': 'site-b',
-                'options': {'cutover': 'approved', 'retention_days': 1,
-                            'threshold_bytes': 4 * MiB, 'max_rounds': 4,
-                            'keep_warm_seconds': 3600}}
-
     def agent_record(self, terminal, op_id):
         """What ``terminal``'s agent knows of operation ``op_id``."""
         term = sites.terminal_show(self.ctx, terminal)
