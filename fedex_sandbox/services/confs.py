@@ -59,6 +59,12 @@ my_ip = 127.0.0.1
 state_path = {dir}/nova/state
 compute_driver = libvirt.LibvirtDriver
 # Computes are mapped by 'nova-manage cell_v2 discover_hosts' at set-up.
+# Each compute reports its inventory to Placement with these ratios (they
+# are [DEFAULT] options of the compute; under [filter_scheduler] Nova
+# ignored them and a host held 2 x 4.0 = 8 one-vCPU guests: a ninth
+# server went to ERROR, NoValidHost). 2 cores x 16 = 32 vCPUs a host.
+cpu_allocation_ratio = 16.0
+ram_allocation_ratio = 4.0
 [api_database]
 connection = {db_nova_api}
 [database]
@@ -73,10 +79,6 @@ workers = 1
 workers = 1
 # Only a fallback: 'up' runs discover_hosts as soon as computes report.
 discover_hosts_in_cells_interval = 60
-[filter_scheduler]
-# Do not refuse hosts over the 2 cores of this machine.
-cpu_allocation_ratio = 16.0
-ram_allocation_ratio = 4.0
 [vnc]
 enabled = false
 # Versioned notifications on the bus (topic versioned_notifications of
