@@ -135,7 +135,8 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
         m = db.transition(ctx, 'migration', migration, 'complete',
                           values={'finished_at': db.now()},
                           message=message)
-        return progress.annotate(m)
+        cleanup_when_due(ctx, m['id'])
+        return progress.annotate(db.get(ctx, 'migration', m['id']))
     m = db.transition(ctx, 'migration', migration, 'rollback',
                       values={'last_error': reason},
                       message='cutover rolled back: %s' % reason)
@@ -151,6 +152,88 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
     m = db.transition(ctx, 'migration', m['id'], 'catch_up')
     jobs.post(ctx, m['id'], 'catchup')
     return progress.annotate(m)
+
+
+# nova_fedex's reports after ``completed``: the final state compared.
+FINAL_STATE_REPORTS = ('final_state_checked', 'final_state_mismatch',
+                       'final_state_unchecked')
+# nova_fedex's [fedex] final_state_check_timeout default: how long a
+# nova_fedex whose ``completed`` report does not give its own may compare.
+FINAL_STATE_CHECK_TIMEOUT = 900
+# Seconds past that timeout its report (sent after it) is waited for.
+FINAL_STATE_REPORT_GRACE = 120
+
+
+def _report_of(e):
+    return (e['details'] or {}).get('event')
+
+
+def final_state_pending(ctx, m):
+    """True while nova_fedex may still compare the final state.
+
+    After its ``completed`` report nova_fedex reads A's image and B's
+    record of the state at the resume whole (at most its ``[fedex]
+    final_state_check_timeout``, which that report gives) and reports one
+    of FINAL_STATE_REPORTS. The cleanup removes that record: it waits for
+    the report, or for the timeout and a grace to pass. A COMPLETED
+    without nova_fedex's report (``compute_driver = none``, Nova's
+    records read back) waits for nothing.
+    """
+    reports = [e for e in db.events(ctx, {'migration_id': m['id'],
+                                          'kind': 'cutover'})
+               if _report_of(e)]
+    ends = [e for e in reports if _report_of(e) == 'completed']
+    if not ends:
+        return False
+    end = ends[-1]
+    if any(e['id'] > end['id'] and _report_of(e) in FINAL_STATE_REPORTS
+           for e in reports):
+        return False
+    timeout = end['details'].get('final_state_check_timeout',
+                                 FINAL_STATE_CHECK_TIMEOUT)
+    if not timeout:
+        return False
+    age = (db.now() - db.utcfromiso(end['created_at'])).total_seconds()
+    return age < timeout + FINAL_STATE_REPORT_GRACE
+
+
+def _cleanup_posted(ctx, m):
+    """A cleanup was posted (or tried) since the migration's COMPLETED."""
+    completed = None
+    for e in db.events(ctx, {'migration_id': m['id']}):
+        if e['to_state'] == states.COMPLETED:
+            completed = e['id']
+        elif completed is not None and e['kind'] == 'job' and \
+                e['message'].startswith('phase cleanup ('):
+            return True
+    return False
+
+
+def cleanup_when_due(ctx, migration):
+    """Post the cleanup of a COMPLETED migration kept for no days.
+
+    By whoever records COMPLETED (fedex-api on nova_fedex's report, the
+    cutover phase without Nova, the sweeper's read-back of Nova's
+    records), or nova_fedex's report of the final state that COMPLETED
+    waited for (:func:`final_state_pending`): at once, not at the
+    sweeper's next turn (one thread of one conductor, one migration
+    after another: doc/source/manager.rst, "Scale"). Once: not when a
+    cleanup was posted (or its post tried) since COMPLETED, checked under
+    the migration's post lock. A post lost (ZooKeeper unreachable) or a
+    retention of days is the sweeper's (``completed``), which also
+    unlocks the servers of a migration kept; the cleanup phase unlocks
+    them first. Returns the job id, or None.
+    """
+    m = db.get(ctx, 'migration', migration)
+    if m['state'] != states.COMPLETED or \
+            m['options'].get('retention_days', 0) != 0 or \
+            final_state_pending(ctx, m):
+        return None
+
+    def not_yet(row):
+        return row['state'] == states.COMPLETED and \
+            not _cleanup_posted(ctx, row)
+    return jobs.post(ctx, m['id'], 'cleanup', only_if=not_yet)
 
 
 def volumes_to_destination(ctx, migration):

@@ -207,26 +207,24 @@ def _read_back_from_nova(ctx, m):
 
 @job()
 def completed(sweeper, ctx):
-    """COMPLETED: servers unlocked in Nova, cleanup after the retention."""
+    """COMPLETED: servers unlocked in Nova, cleanup after the retention.
+
+    The safety net: a migration kept for no days has its cleanup posted
+    by whoever recorded COMPLETED (:func:`fedex_manager.actions.cutover.
+    cleanup_when_due`); one whose job is on the board is left alone
+    (:meth:`Sweeper.quiet`).
+    """
     now = db.now()
     for m, _ in sweeper.quiet(ctx, (states.COMPLETED,)):
-        _unlock_once(ctx, m)
+        # fedex-api records COMPLETED (nova_fedex's report); the conductor,
+        # which holds the [nova] credentials, undoes the lock: here for a
+        # migration kept, else in the cleanup phase (once, either way).
+        tasks_common.unlock_once(ctx, m)
         days = m['options'].get('retention_days', 0)
         done = db.utcfromiso(m['finished_at']) or now
-        if now - done >= datetime.timedelta(days=days):
+        if now - done >= datetime.timedelta(days=days) and \
+                not cutover_actions.final_state_pending(ctx, m):
             sweeper.repost(ctx, m, 'cleanup')
-
-
-def _unlock_once(ctx, m):
-    # fedex-api records COMPLETED (nova_fedex's report); the conductor,
-    # which holds the [nova] credentials, undoes the lock.
-    if CONF.conductor.compute_driver != 'nova':
-        return
-    said = [e['message'] for e in db.events(
-        ctx, {'migration_id': m['id'], 'kind': 'nova'})]
-    if any(x.startswith('servers locked') for x in said) and not any(
-            x.startswith('servers unlocked') for x in said):
-        tasks_common.unlock_servers(ctx, m)
 
 
 @job()

@@ -143,6 +143,9 @@ def event(req):
     db.add_event(ctx, 'migration', m['id'], 'cutover',
                  event_text(name, body.get('host'), details),
                  migration_id=m['id'], details=dict(details, event=name))
+    if name in cutover_actions.FINAL_STATE_REPORTS:
+        # What the cleanup of a migration kept for no days waited for.
+        cutover_actions.cleanup_when_due(ctx, m['id'])
     if m['state'] == states.CUTTING_OVER:
         try:
             if name == 'completed':

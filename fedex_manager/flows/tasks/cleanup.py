@@ -1,5 +1,8 @@
 """The cleanup phase: COMPLETED .. CLEANED, after the retention.
 
+:class:`BeginCleanup` unlocks the servers in Nova (once: the sweeper may
+have done it while the migration was kept).
+
 :class:`EraseAndClean` erases the migration's shipments and removes its
 snapshots at both terminals (at the destination with the records of the
 final state: ``lsrp.server.records``; a snapshot left on a running
@@ -18,7 +21,16 @@ class Cleanup(common.PhaseTask):
 
 
 class BeginCleanup(common.Begin, Cleanup):
-    pass
+    """And the servers unlocked in Nova, if nobody did yet.
+
+    fedex-api records COMPLETED on nova_fedex's report and posts this
+    phase, but holds no [nova] credentials: the conductor does. Here, not
+    in a task of its own: the flow keeps the tasks an older release saved.
+    """
+
+    def run(self, ctx, m, generation):
+        super().run(ctx, m, generation)
+        common.unlock_once(ctx, m)
 
 
 class EraseAndClean(Cleanup):

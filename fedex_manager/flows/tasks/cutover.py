@@ -53,8 +53,7 @@ class FinalDelta(Cutover):
             # No Nova to switch a VM over (the sandbox's stand-in, or no
             # server at all).
             m = common.step(ctx, m, 'complete', values={'finished_at': db.now()})
-            if m['options'].get('retention_days', 0) == 0:
-                jobs.post(ctx, m['id'], 'cleanup')
+            cutover_actions.cleanup_when_due(ctx, m['id'])
         elif CONF.conductor.compute_driver == 'nova':
             start_nova_cutover(ctx, m)
 

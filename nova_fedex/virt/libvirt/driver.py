@@ -771,8 +771,12 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             # these reports (events of the manager) need to be early.
             self._fedex_send(context, plan, cutover.reports)
         zone = self._fedex_follow_zone(context, instance, dest)
+        # The check's bound, for the manager: its cleanup removes what the
+        # check reads, and waits for the check's report or this long.
         self._fedex_report(context, plan, 'completed', dest=dest,
-                           availability_zone=zone)
+                           availability_zone=zone,
+                           final_state_check_timeout=(
+                               CONF.fedex.final_state_check_timeout))
         if CONF.fedex.final_state_check_timeout:
             self._fedex_check_final_state(cutover, context, instance)
         return result

@@ -38,11 +38,27 @@ class TestServiceAuth(testtools.TestCase):
                               self.conf())
         self.assertIn('no [cinder] credentials', str(e))
 
+    PASSWORD = (
+        '[%s]\nauth_type = password\nauth_url = http://127.0.0.1:1/v3'
+        '\nusername = fedex\npassword = secret\nproject_name = service'
+        '\nuser_domain_name = Default\nproject_domain_name = Default'
+        '\nregion_name = RegionOne\n')
+
     def test_password_auth_makes_an_adapter(self):
-        adapter = cinder._adapter(self.conf(
-            '[cinder]\nauth_type = password\nauth_url = http://127.0.0.1:1/v3'
-            '\nusername = fedex\npassword = secret\nproject_name = service'
-            '\nuser_domain_name = Default\nproject_domain_name = Default'
-            '\nregion_name = RegionOne\n'))
+        adapter = cinder._adapter(self.conf(self.PASSWORD % 'cinder'))
         self.assertEqual(('block-storage', 'RegionOne'),
                          (adapter.service_type, adapter.region_name))
+
+    def test_one_session_a_process_while_the_options_stay(self):
+        # Its token and connections kept: not a session (and a token) for
+        # every call to Nova.
+        conf = self.conf(self.PASSWORD % 'nova')
+        first, second = nova._adapter(conf), nova._adapter(conf)
+        self.assertIs(first.session, second.session)
+        self.assertIs(first.auth, second.auth)
+        self.assertIsNot(first.session, cinder._adapter(self.conf(
+            self.PASSWORD % 'cinder')).session)
+        conf.set_override('region_name', 'RegionTwo', group='nova')
+        third = nova._adapter(conf)
+        self.assertIsNot(first.session, third.session)
+        self.assertEqual('RegionTwo', third.region_name)

@@ -110,6 +110,41 @@ class TestCutoverPlan(test_api.Fixture):
         self.assertEqual(states.COMPLETED,
                          db.get(self.ctx, 'migration', self.m['id'])['state'])
 
+    def cleanups(self):
+        return [p for p in self.posted if p[:2] == (self.m['id'], 'cleanup')]
+
+    def test_cleanup_posted_by_fedex_api_when_kept_for_no_days(self):
+        db.update(self.ctx, 'migration', self.m['id'], {'options': dict(
+            self.m['options'], retention_days=0)})
+        self.cutting_over()
+        # nova_fedex compares the final state after ``completed``: the
+        # cleanup (which removes what it reads) waits for its report.
+        self.event('completed', dest='b-h2', final_state_check_timeout=900)
+        self.assertEqual(states.COMPLETED,
+                         db.get(self.ctx, 'migration', self.m['id'])['state'])
+        self.assertEqual([], self.cleanups())
+        self.event('final_state_checked', seconds=3.0)
+        self.event('final_state_checked', seconds=3.0)     # sent twice
+        m = db.get(self.ctx, 'migration', self.m['id'])
+        self.assertEqual([(m['id'], 'cleanup', m['generation'])],
+                         self.cleanups())
+
+    def test_cleanup_posted_with_completed_without_a_check(self):
+        db.update(self.ctx, 'migration', self.m['id'], {'options': dict(
+            self.m['options'], retention_days=0)})
+        self.cutting_over()
+        self.event('completed', dest='b-h2', final_state_check_timeout=0)
+        self.assertEqual(1, len(self.cleanups()))
+
+    def test_no_cleanup_posted_when_kept(self):
+        self.assertEqual(7, self.m['options']['retention_days'])
+        self.cutting_over()
+        self.event('completed', dest='b-h2', final_state_check_timeout=0)
+        self.event('final_state_checked', seconds=3.0)
+        self.assertEqual(states.COMPLETED,
+                         db.get(self.ctx, 'migration', self.m['id'])['state'])
+        self.assertEqual([], self.cleanups())
+
 
 MIB = 1 << 20
 
