@@ -5,6 +5,8 @@ may start its cutover; the final delta runs while the VM is paused, and
 Nova reports the end: COMPLETED, or ROLLED_BACK and catching up again.
 """
 
+import contextlib
+
 from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
@@ -136,6 +138,7 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
                           values={'finished_at': db.now()},
                           message=message)
         cleanup_when_due(ctx, m['id'])
+        start_waiting_members(ctx, m)
         return progress.annotate(db.get(ctx, 'migration', m['id']))
     m = db.transition(ctx, 'migration', migration, 'rollback',
                       values={'last_error': reason},
@@ -151,7 +154,69 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
             migration_id=m['id'])
     m = db.transition(ctx, 'migration', m['id'], 'catch_up')
     jobs.post(ctx, m['id'], 'catchup')
+    start_waiting_members(ctx, m)
     return progress.annotate(m)
+
+
+def starts_by_itself(m):
+    """Whether the manager starts this cutover (else Nova's caller does).
+
+    An automatic cutover; with Nova, an approved one too (without Nova
+    the caller that approved it plays Nova and starts it).
+    """
+    return (m['options'].get('cutover') == 'automatic' or
+            CONF.conductor.compute_driver == 'nova' and
+            m['cutover_approved'])
+
+
+def start_in_turn(ctx, m):
+    """Start ``m``'s cutover if it is ready; True if it started.
+
+    A wave's member under its wave's lock (the poster's hold, a ZooKeeper
+    lock): the slots free (:func:`fedex_manager.waves.cutover_reasons`)
+    are counted and taken by one process at a time, the sweeper or whoever
+    ends a cutover (:func:`start_waiting_members`).
+    """
+    wave_id = waves.wave_of(m)
+    with jobs.holding(wave_id) if wave_id else contextlib.nullcontext():
+        if not cutover_ready(ctx, m['id'])['ready']:
+            return False
+        migration_cutover_start(ctx, m['id'])
+        return True
+
+
+def start_waiting_members(ctx, m):
+    """A wave member's cutover ended: its wave's next ones started.
+
+    The sweeper starts them at its turn (``ready_for_cutover``), after its
+    other jobs: in the 8-server wave a freed slot waited 37-111 s for it
+    (doc/source/manager.rst, "The eight-server wave"). Whoever records the
+    end (fedex-api on nova_fedex's report, the conductor's read-back of
+    Nova's records) starts them at once; the sweeper stays the safety
+    net. Never raises: a start that fails is the sweeper's to do.
+    """
+    wave_id = waves.wave_of(m)
+    if not wave_id:
+        return []
+    CONF.register_opts(opts.conductor_opts, group='conductor')
+    started = []
+    for x in waves.members(ctx, wave_id):
+        if x['state'] not in (states.READY_FOR_CUTOVER,
+                              states.ROLLED_BACK) or \
+                not starts_by_itself(x):
+            continue
+        try:
+            if not start_in_turn(ctx, x):
+                continue    # no slot left, outside the window, ...
+        except Exception as e:  # noqa: the sweeper starts it at its turn
+            LOG.warning('wave %s: starting the cutover of %s after %s\'s '
+                        'failed: %s', wave_id, x['id'], m['id'], e)
+            continue
+        started.append(x['id'])
+    if started:
+        LOG.info('wave %s: cutover of %s ended; started %s', wave_id,
+                 m['id'], ', '.join(started))
+    return started
 
 
 # nova_fedex's reports after ``completed``: the final state compared.

@@ -171,15 +171,11 @@ def repost_lost_phases(sweeper, ctx):
 def ready_for_cutover(sweeper, ctx):
     """Start automatic cutovers in their window, else keep-warm rounds."""
     for m, age in sweeper.quiet(ctx, (states.READY_FOR_CUTOVER,)):
-        # With Nova, an approved cutover starts here too (without Nova the
-        # caller that approved it plays Nova and starts it).
-        start = (m['options'].get('cutover') == 'automatic' or
-                 CONF.conductor.compute_driver == 'nova' and
-                 m['cutover_approved'])
-        if start and cutover_actions.cutover_ready(ctx, m['id'])['ready']:
-            cutover_actions.migration_cutover_start(ctx, m['id'])
-        elif age.total_seconds() >= m['options'].get('keep_warm_seconds',
-                                                     600):
+        if cutover_actions.starts_by_itself(m) and \
+                cutover_actions.start_in_turn(ctx, m):
+            continue
+        if age.total_seconds() >= m['options'].get('keep_warm_seconds',
+                                                   600):
             sweeper.repost(ctx, m, 'keep_warm')
 
 

@@ -65,6 +65,11 @@ compute_driver = libvirt.LibvirtDriver
 # server went to ERROR, NoValidHost). 2 cores x 16 = 32 vCPUs a host.
 cpu_allocation_ratio = 16.0
 ram_allocation_ratio = 4.0
+# Live migrations a compute runs at once (Nova's default, 1, queued a
+# wave's second cutover slot behind the first: about 280 s of the
+# 8-server wave, doc/source/manager.rst): at least the waves'
+# max_parallel_cutovers (2 by default).
+max_concurrent_live_migrations = 4
 [api_database]
 connection = {db_nova_api}
 [database]

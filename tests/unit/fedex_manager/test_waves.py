@@ -150,10 +150,34 @@ class TestCutoverBound(WaveTestCase):
         shown = wave_actions.wave_show(self.ctx, w['id'])
         self.assertIn('waiting for one to end', shown['servers'][2]['waiting'])
         self.assertEqual(2, shown['progress']['cutting_over'])
-        # One ends: the third's turn.
+        # One ends: the third's turn, started by whoever recorded the end
+        # (not at the sweeper's next turn).
         cutover_actions.migration_cutover_finish(self.ctx, ids[0])
-        self.assertTrue(cutover_actions.cutover_ready(self.ctx,
-                                                      ids[2])['ready'])
+        self.assertEqual([states.COMPLETED, states.CUTTING_OVER,
+                          states.CUTTING_OVER], self.member_states(w['id']))
+        self.assertEqual(3, sum(1 for _, phase, _ in self.posted
+                                if phase == 'cutover'))
+
+    def test_a_rollback_frees_its_slot_at_once_too(self):
+        w = self.wave(3, max_parallel_cutovers=1)
+        self.ready(w)
+        ids = [s['migration_id'] for s in w['servers']]
+        cutover_actions.migration_cutover_start(self.ctx, ids[0])
+        cutover_actions.migration_cutover_finish(
+            self.ctx, ids[0], success=False, reason='final delta failed')
+        self.assertEqual([states.CATCHING_UP, states.CUTTING_OVER,
+                          states.READY_FOR_CUTOVER],
+                         self.member_states(w['id']))
+
+    def test_not_approved_members_are_not_started_when_a_slot_frees(self):
+        w = self.wave(2, max_parallel_cutovers=1)
+        self.ready(w, approved=False)
+        ids = [s['migration_id'] for s in w['servers']]
+        cutover_actions.migration_approve_cutover(self.ctx, ids[0])
+        cutover_actions.migration_cutover_start(self.ctx, ids[0])
+        cutover_actions.migration_cutover_finish(self.ctx, ids[0])
+        self.assertEqual([states.COMPLETED, states.READY_FOR_CUTOVER],
+                         self.member_states(w['id']))
 
     def test_the_bound_is_per_wave_and_a_migration_alone_has_none(self):
         w1, w2 = self.wave(2, max_parallel_cutovers=1), self.wave(2)
@@ -241,7 +265,7 @@ class TestPerServerCutovers(WaveTestCase):
                          shown['states'])
 
     def test_wave_cutover_approves_and_abort_spares_the_cut_over(self):
-        w = self.wave(3)
+        w = self.wave(3, max_parallel_cutovers=1)
         self.ready(w, approved=False)
         ids = [s['migration_id'] for s in w['servers']]
         shown = wave_actions.wave_show(self.ctx, w['id'])
@@ -252,8 +276,9 @@ class TestPerServerCutovers(WaveTestCase):
                          [s['cutover_approved'] for s in shown['servers']])
         cutover_actions.migration_cutover_start(self.ctx, ids[0])
         cutover_actions.migration_cutover_finish(self.ctx, ids[0])
+        # The next one's turn came at once; the abort spares it too.
         shown = wave_actions.wave_abort(self.ctx, w['id'], reason='test')
-        self.assertEqual([states.COMPLETED, states.ABORTING,
+        self.assertEqual([states.COMPLETED, states.CUTTING_OVER,
                           states.ABORTING],
                          [s['state'] for s in shown['servers']])
 
