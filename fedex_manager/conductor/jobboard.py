@@ -13,6 +13,7 @@ to the job on the board) and ``run-<id>`` (held while a job's engine runs).
 """
 
 import contextlib
+import logging as py_logging
 import socket
 import uuid
 
@@ -28,6 +29,7 @@ from taskflow.persistence import models as tf_models
 from taskflow.utils import persistence_utils  # noqa: F401
 
 from fedex_manager.flows import phases
+from fedex_manager.flows import tasks
 from fedex_manager import jobs
 from lsrp import exception
 
@@ -164,6 +166,32 @@ def install_poster(conf=CONF):
     return backend, board
 
 
+class QuietSuperseded(py_logging.Filter):
+    """Drops taskflow's "Job execution failed" for a superseded phase.
+
+    A phase that parks (:class:`~fedex_manager.flows.tasks.Parked`) or
+    finds its migration moved on ends by raising, so that its flow stops
+    and reverts; taskflow's conductor logs every such end as a failed job
+    with the exception's traceback (a WARNING whose traceback lines
+    oslo.log tags ERROR: 192 of them in the eight-server wave, each a
+    follower parking). It is the expected end of the phase, said already
+    in one INFO line by the phase's first task (``Begin.revert``: parked
+    and why). Only records carrying a Superseded are dropped: any other
+    failure keeps its warning and traceback.
+    """
+
+    def filter(self, record):
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, tasks.Superseded)
+
+
+def _quiet_superseded(log):
+    """Add :class:`QuietSuperseded` to the logger (an adapter's) once."""
+    logger = getattr(log, 'logger', log)
+    if not any(isinstance(f, QuietSuperseded) for f in logger.filters):
+        logger.addFilter(QuietSuperseded())
+
+
 class OneRunConductor(impl_nonblocking.NonBlockingConductor):
     """Runs at most one job of a migration at a time, over all conductors.
 
@@ -172,11 +200,14 @@ class OneRunConductor(impl_nonblocking.NonBlockingConductor):
     while the first still ran, whatever the reason) waits for the first to
     end, or for its conductor's ZooKeeper session to die, and then finds
     itself superseded at its first guard, or goes on if it is the newer.
+    A phase that parks or is superseded ends without a failure's traceback
+    in the log (:class:`QuietSuperseded`).
     """
 
     def __init__(self, zk, conf, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._zk, self._conf = zk, conf
+        _quiet_superseded(self._log)
 
     def _dispatch_job(self, job):
         mid = (job.details or {}).get('migration_id')

@@ -33,8 +33,10 @@ from fedex_manager import custody
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common as tasks_common
 from fedex_manager.flows.tasks import cutover as cutover_tasks
+from fedex_manager.flows.tasks import prepare as prepare_tasks
 from fedex_manager import jobs
 from fedex_manager import return_trip
+from fedex_manager import shipments
 from fedex_manager import states
 from lsrp import exception
 
@@ -161,9 +163,24 @@ def repost_lost_phases(sweeper, ctx):
     """A migration in a working state whose job is gone: post its phase.
 
     Its post was lost, fedex-api could not reach ZooKeeper, or its phase
-    parked (Pack short of devices, a group's follower).
+    parked (Pack short of devices). Not a shipment group's follower whose
+    leader is being prepared: its phase would only park again (it did at
+    every sweep: 192 times in the eight-server wave, doc/source/
+    manager.rst); the leader moves it on, and has a job or gets one here.
+    A follower whose leader is aborted (it may lead now) or FAILED is
+    posted as before.
     """
+    groups = {}     # (group, source terminal) -> its migrations, this turn
     for m, _ in sweeper.quiet(ctx, SWEPT):
+        if m['state'] in prepare_tasks.PREPARING and shipments.group_of(m):
+            key = (shipments.group_of(m), m['source_terminal_id'])
+            if key not in groups:
+                groups[key] = shipments.members(ctx, m)
+            lead = prepare_tasks.working_leader(ctx, m, groups[key])
+            if lead is not None:
+                LOG.debug('migration %s in %s: left to its leader %s (%s)',
+                          m['id'], m['state'], lead['id'], lead['state'])
+                continue
         sweeper.repost(ctx, m, jobs.PHASE_OF_STATE[m['state']])
 
 

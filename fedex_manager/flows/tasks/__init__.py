@@ -10,7 +10,7 @@ conductor started instead of starting a second one.
 
 A task whose migration moved on (aborted, or its phase posted again with
 a newer generation) raises :class:`Superseded`; the phase then ends
-without marking anything failed.
+without marking anything failed (nor logging a failure).
 
 Where things are: ``common`` (the base classes, guards, ``run_op``,
 ``park``), ``prepare`` (snapshot, pack) and ``seal`` (export,
@@ -40,7 +40,14 @@ class Parked(Superseded):
     """The phase waits for the outside world without holding a conductor.
 
     Its job ends (nothing failed); the migration keeps its state with no
-    job, and a conductor's sweeper posts the phase again.
+    job. ``then`` says what moves it on: by default a conductor's sweeper
+    posts the phase again; a shipment group's follower is moved on by its
+    leader. The conductor logs a park as one INFO line, no traceback
+    (:class:`fedex_manager.conductor.jobboard.QuietSuperseded`).
     """
     message = ('migration %(id)s: phase %(phase)s parked: %(reason)s; '
-               'a sweep posts it again')
+               '%(then)s')
+
+    def __init__(self, message=None, cause=None, **kwargs):
+        kwargs.setdefault('then', 'a sweep posts it again')
+        super().__init__(message, cause, **kwargs)

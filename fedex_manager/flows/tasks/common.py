@@ -265,20 +265,22 @@ def advance(ctx, kind, ident, event, **kw):
         return db.get(ctx, kind, ident)
 
 
-def park(ctx, m, generation, phase, why, kind='error'):
+def park(ctx, m, generation, phase, why, kind='error', then=None):
     """End the job: a worker waiting for the outside world starves others.
 
     (Each conductor runs [conductor] max_jobs phases at once: phases
     sleeping for devices once held them all while delivered shipments
     waited for a worker to import them.) ``why`` is an event of ``kind``,
-    once while it stays the same.
+    once while it stays the same; ``then``, what moves the migration on
+    (default: a sweep posts the phase again).
     """
     said = db.events(ctx, {'migration_id': m['id'], 'kind': kind})
     if not said or said[-1]['message'] != why:
         db.add_event(ctx, 'migration', m['id'], kind, why,
                      migration_id=m['id'])
+    extra = {'then': then} if then else {}
     raise Parked(id=m['id'], phase=phase, generation=generation,
-                 reason=why)
+                 reason=why, **extra)
 
 
 def _group_volumes(members):

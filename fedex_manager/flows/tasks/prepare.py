@@ -44,17 +44,36 @@ def _preparing(x):
         x['state'] == states.FAILED and x['failed_in'] in PREPARING)
 
 
-def _group(ctx, m):
+def _group(ctx, m, group=None):
     """(leader, members) of m's group being prepared (m alone if none).
 
     The leader is the first member still being prepared: when the first
     is aborted while the group is packed, the next takes over its work
     (the seed snapshot keeps the first's name). A member re-shipped later
-    (the others long gone on) packs alone.
+    (the others long gone on) packs alone. ``group``: the group's
+    migrations (:func:`fedex_manager.shipments.members`), if read already.
     """
-    members = [x for x in shipments_mod.members(ctx, m)
-               if x['id'] == m['id'] or _preparing(x)]
+    if group is None:
+        group = shipments_mod.members(ctx, m)
+    members = [x for x in group if x['id'] == m['id'] or _preparing(x)]
     return members[0], members
+
+
+def working_leader(ctx, m, group=None):
+    """m's leader if it is another migration being prepared, else None.
+
+    Then m's prepare phase could only park (:meth:`Snapshot._follow`):
+    the leader does the group's work and moves m on to SEALED, and, being
+    in a working state itself, has a job or gets one from the sweeper.
+    None: m has no group, leads it (its leader aborted: m takes over), or
+    its leader is FAILED (or SEALED) and works for nobody now.
+    """
+    if m['state'] not in PREPARING or not shipments_mod.group_of(m):
+        return None
+    lead, _ = _group(ctx, m, group)
+    if lead['id'] == m['id'] or lead['state'] not in PREPARING:
+        return None
+    return lead
 
 
 def _open_shipments(ctx, members):
@@ -150,18 +169,21 @@ class Snapshot(Prepare):
 
         Waiting here held a conductor worker for as long as the leader's
         window, snapshot, export and seal took (a wave of followers held
-        them all). Parked, the sweeper posts the phase again at its next
-        sweep, until the leader has sealed this one (SEALED: the courier's
-        events move it on, and this phase finds nothing to do).
+        them all). Parked, the follower has no job while its leader is
+        being prepared: the leader moves it on to SEALED (the courier's
+        events then move it on, and this phase finds nothing to do); the
+        sweeper leaves it alone meanwhile (:func:`working_leader`), and
+        posts this phase again if the leader is aborted or fails.
         """
         if m['state'] not in PREPARING:
             return
-        # (A leader aborted meanwhile is no leader: the next parked
-        # follower posted again takes the lead, see _group.)
+        # (A leader aborted meanwhile is no leader: the next follower,
+        # posted again by the sweeper, takes the lead, see _group.)
         common.park(ctx, m, generation, self.phase,
                     'shipment group %s: migration %s packs the group\'s '
                     'shipments' % (shipments_mod.group_of(m), lead['id']),
-                    kind='job')
+                    kind='job', then='the leader moves it on (a sweep '
+                    'posts it again if the leader is aborted or fails)')
 
 
 def _leader_only(ctx, m):

@@ -1,5 +1,6 @@
 """The sweeper's periodic jobs: their order, spacings and lock."""
 
+import datetime
 import threading
 import time
 import types
@@ -7,6 +8,8 @@ import types
 import fixtures
 from oslo_config import cfg
 
+from fedex_manager.actions import lifecycle
+from fedex_manager.actions import wave as wave_actions
 from fedex_manager.conductor import periodics
 from fedex_manager.db import api as db
 from fedex_manager import states
@@ -184,3 +187,96 @@ class TestRepostLostPhases(SweeperTestCase):
         self.assertEqual([(self.m['id'], 'prepare', gen)], self.sweep())
         self.assertEqual(gen, db.get(self.ctx, 'migration',
                                      self.m['id'])['generation'])
+
+
+class TestFollowersLeftToTheirLeader(SweeperTestCase):
+    """A group's followers, posted only when their leader is not prepared.
+
+    While it is, it moves them on: they need no job of their own.
+    """
+
+    def setUp(self):
+        super().setUp()
+        CONF.set_override('sweep_interval', 1, group='conductor')
+        w = wave_actions.wave_create(self.ctx, [
+            {'server_id': 'vm%d' % i,
+             'volumes': [{'source_image': 'vms/vm%d_disk' % i,
+                          'size_bytes': 4 << 20}]} for i in range(3)],
+            'site-a', 'site-b', options={'cutover': 'approved'})
+        self.ids = [s['migration_id'] for s in w['servers']]
+        self.lead, self.f1, self.f2 = self.ids
+        # The followers' first prepare parked (their job ended): none of
+        # theirs on the board.
+        self.posted_before = len(self.posted)
+
+    def sweep(self):
+        # Every state older than the sweeper's grace.
+        since = datetime.datetime.utcnow() - datetime.timedelta(hours=1)
+        for mid in self.ids:
+            db.update(self.ctx, 'migration', mid, {'updated_at': since})
+        self.sweeper.run(periodics.repost_lost_phases)
+        out = [mid for mid, _, _ in self.posted[self.posted_before:]]
+        self.posted_before = len(self.posted)
+        return out
+
+    def live(self, *mids):
+        """The jobs on the board: those of these migrations, as now."""
+        self.board.jobs = [types.SimpleNamespace(details={
+            'migration_id': mid, 'generation': db.get(
+                self.ctx, 'migration', mid)['generation']}) for mid in mids]
+
+    def walk(self, event, mids):
+        for mid in mids:
+            db.transition(self.ctx, 'migration', mid, event)
+
+    def test_not_posted_while_the_leader_has_its_job(self):
+        self.live(self.lead)
+        self.assertEqual([], self.sweep())
+        # Its job running (the run lock held): the same.
+        self.board.jobs = []
+        self.zk.contenders['%s-locks/run-%s' % (
+            CONF.jobboard.path, self.lead)] = ['conductor-2']
+        self.assertEqual([], self.sweep())
+
+    def test_a_leader_without_job_is_posted_its_followers_are_not(self):
+        # Its post lost, or parked (Pack short of devices): the sweeper
+        # posts the leader, which works for the group.
+        self.assertEqual([self.lead], self.sweep())
+        self.live(self.lead)
+        self.assertEqual([], self.sweep())
+
+    def test_moved_on_by_the_leader_without_jobs_of_their_own(self):
+        # As the leader's Snapshot, then Seal, moves the whole group.
+        self.live(self.lead)
+        self.walk('snapshot', self.ids)
+        self.assertEqual([], self.sweep())
+        self.walk('export', self.ids)
+        self.assertEqual([], self.sweep())
+        self.walk('seal', self.ids)
+        self.board.jobs = []
+        # SEALED: the courier's events move them on; nothing to post.
+        self.assertEqual([], self.sweep())
+        self.assertEqual([states.SEALED] * 3, [
+            db.get(self.ctx, 'migration', mid)['state'] for mid in self.ids])
+
+    def test_leader_failed_its_followers_are_posted(self):
+        self.walk('snapshot', self.ids)
+        self.walk('export', self.ids)
+        db.transition(self.ctx, 'migration', self.lead, 'fail',
+                      values={'failed_in': states.EXPORTING})
+        self.assertEqual(sorted([self.f1, self.f2]), sorted(self.sweep()))
+
+    def test_leader_aborted_the_next_takes_the_lead(self):
+        lifecycle.migration_abort(self.ctx, self.lead, 'test')
+        self.posted_before = len(self.posted)
+        # The leader's abort runs: no longer the group's leader. The next
+        # member is posted (it leads now), the third is left to it.
+        self.live(self.lead)
+        self.assertEqual([self.f1], self.sweep())
+        self.live(self.lead, self.f1)
+        self.assertEqual([], self.sweep())
+        # The new leader's job gone too (aborted as well): the third leads.
+        lifecycle.migration_abort(self.ctx, self.f1, 'test')
+        self.posted_before = len(self.posted)
+        self.live(self.lead, self.f1)
+        self.assertEqual([self.f2], self.sweep())
