@@ -17,6 +17,7 @@ from fedex_manager.conductor import jobboard
 from fedex_manager.conductor import periodics
 from fedex_manager.db import api as db
 from fedex_manager import jobs
+from fedex_manager import shipments
 from fedex_manager import states
 from tests.unit.fedex_manager import test_shipments
 
@@ -30,6 +31,9 @@ class FreeLock(object):
 
     def release(self):
         pass
+
+    def contenders(self):
+        return []
 
 
 class FakeZK(object):
@@ -70,6 +74,10 @@ class ConductorJobsTestCase(test_shipments.ShipmentsTestCase):
         self.log = self.useFixture(fixtures.FakeLogger(
             level=logging.INFO, format='%(levelname)s %(name)s %(message)s'))
 
+    def posts_of(self, ids):
+        return [j for j in self.board.posted
+                if j.details['migration_id'] in ids]
+
     def run_job(self, m, phase):
         """Post the phase and run its job as the conductor does."""
         jobs.post(self.ctx, m['id'], phase)
@@ -85,11 +93,13 @@ class ConductorJobsTestCase(test_shipments.ShipmentsTestCase):
 class TestParkLogged(ConductorJobsTestCase):
 
     def test_a_follower_parks_in_one_info_line(self):
-        lead, follower = migration_actions.migrations_create(self.ctx, [
+        made = migration_actions.migrations_create(self.ctx, [
             {'servers': [{'server_id': 'vm%d' % i,
                           'volumes': ['vms/clone%d' % i]}],
              'source_site': 'site-a', 'dest_site': 'site-b'}
             for i in (1, 2)], one_shipment=True)
+        # The group's order (created in the same second: by id).
+        lead, follower = shipments.members(self.ctx, made[0])
         consumed, m = self.run_job(follower, 'prepare')
         self.assertEqual(states.REQUESTED, m['state'])
         self.assertIsNone(m['last_error'])
@@ -145,7 +155,10 @@ class TestFollowersMovedOnByTheLeader(ConductorJobsTestCase):
                           'volumes': ['vms/clone%d' % i]}],
              'source_site': 'site-a', 'dest_site': 'site-b'}
             for i in (1, 2, 3)], one_shipment=True)
+        # The group's order (created in the same second: by id).
+        made = shipments.members(self.ctx, made[0])
         lead, followers = made[0], made[1:]
+        ids = {m['id'] for m in made}
         for f in followers:
             self.assertEqual(states.REQUESTED,
                              self.run_job(f, 'prepare')[1]['state'])
@@ -162,17 +175,19 @@ class TestFollowersMovedOnByTheLeader(ConductorJobsTestCase):
                           {'updated_at': since})
             before = len(self.board.posted)
             periodics.repost_lost_phases(sweeper, self.ctx)
+            # (Not the base class's migration, REQUESTED past the grace.)
             swept.append((kind, [j.details['migration_id']
-                                 for j in self.board.posted[before:]]))
+                                 for j in self.board.posted[before:]
+                                 if j.details['migration_id'] in ids]))
             return result(kind, params)
         self.terminals.result = sweep_meanwhile
-        posts = len(self.board.posted)
+        posts = len(self.posts_of(ids))
         self.assertEqual(states.SEALED, self.run_job(lead, 'prepare')[1][
             'state'])
         # A sweep at each of the leader's operations posted nothing.
         self.assertEqual([('snapshot', []), ('export', []), ('seal', [])],
                          swept)
-        self.assertEqual(posts + 1, len(self.board.posted))
+        self.assertEqual(posts + 1, len(self.posts_of(ids)))
         # The leader moved its followers on: sealed, in its shipment.
         for f in followers:
             f = db.get(self.ctx, 'migration', f['id'])
