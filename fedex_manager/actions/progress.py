@@ -24,19 +24,32 @@ def annotate(m):
     return m
 
 
+# (state, cutover_approved) -> the actions allowed: a list annotates a
+# hundred migrations, and the state machine's events are found by a walk
+# of all its transitions.
+_ALLOWED = {}
+
+
 def _allowed(m):
-    events = states.MIGRATION.events(m['state'])
+    key = (m['state'], bool(m['cutover_approved']))
+    if key not in _ALLOWED:
+        _ALLOWED[key] = tuple(_allowed_in(*key))
+    return list(_ALLOWED[key])
+
+
+def _allowed_in(state, cutover_approved):
+    events = states.MIGRATION.events(state)
     out = []
     if 'abort' in events:
         out.append('abort')
     if any(e.startswith('retry_') for e in events):
         out.append('retry')
-    if m['state'] == states.READY_FOR_CUTOVER and not m['cutover_approved']:
+    if state == states.READY_FOR_CUTOVER and not cutover_approved:
         out.append('approve_cutover')
-    if m['state'] in states.MIGRATION_FINAL:
+    if state in states.MIGRATION_FINAL:
         out.append('delete')
-    if m['state'] == states.COMPLETED:
+    if state == states.COMPLETED:
         out.append('cleanup')
-    if m['state'] == states.IN_TRANSIT:
+    if state == states.IN_TRANSIT:
         out += ['reship', 'seed_over_wan']
     return out

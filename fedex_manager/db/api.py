@@ -10,6 +10,7 @@ defined in the module of its concern:
 * :mod:`.crud`: rows of any kind by name (ORM);
 * :mod:`.events` and :mod:`.transitions`: the audit trail, state changes;
 * :mod:`.migration_queries`: migrations created, listed and shown (Core);
+  :mod:`.migration_statements`: the SELECTs of a list and a show;
 * :mod:`.operations`: terminal operations;
 * :mod:`.times`: times as stored and shown.
 """

@@ -10,6 +10,8 @@ images and events as objects cost a second on a loaded machine):
   servers (``migration_id IN``, its index);
 * a show: the same SELECT for the one migration, then its servers, its
   images with their shipments, its operations and its latest events.
+
+The SELECTs are built once (:mod:`.migration_statements`).
 """
 
 import datetime
@@ -19,6 +21,7 @@ import sqlalchemy as sa
 from fedex_manager.db import crud
 from fedex_manager.db import engine
 from fedex_manager.db import events
+from fedex_manager.db import migration_statements as statements
 from fedex_manager.db import models
 from fedex_manager.db import pagination
 from fedex_manager.db import times
@@ -26,18 +29,8 @@ from fedex_manager.notifications import notifier
 from fedex_manager import states
 from lsrp import exception
 
-_MIGRATIONS = models.Migration.__table__
-_SERVERS = models.MigrationServer.__table__
-_VOLUMES = models.MigrationVolume.__table__
-_EVENTS = models.Event.__table__
-
-# What a list shows of a migration: no snapshots or job internals, and its
-# images counted, not listed (a show lists them).
-_INTERNAL = ('base_snapshot', 'last_snapshot', 'job_id', 'generation')
-_SERVER_KEYS = ('server_id', 'name', 'state')
-# A show's servers also give their memory copy's verdict (not a list's).
-_SHOWN_SERVER_KEYS = _SERVER_KEYS + ('convergence',)
-_LAST_EVENT_KEYS = ('id', 'kind', 'message', 'created_at')
+_MIGRATIONS = statements.MIGRATIONS
+_SERVERS = statements.SERVERS
 
 
 def migration_create(ctx, values, servers, volumes):
@@ -103,73 +96,66 @@ def plain_rows(result):
     return out
 
 
-_SUMMARIES = {}
-
-
-def _summary_query(internal=False):
-    """:func:`_build_summary_query`, built once (it is costly)."""
-    if internal not in _SUMMARIES:
-        _SUMMARIES[internal] = _build_summary_query([
-            c for c in _MIGRATIONS.columns
-            if internal or c.key not in _INTERNAL])
-    return _SUMMARIES[internal]
-
-
-def _build_summary_query(columns):
-    """What a list shows of each migration, in one SELECT.
-
-    ``columns`` of the migration, its images counted and its newest event
-    (``last_event``: id, kind, message, time; what Horizon's *Last event*
-    column shows) joined by the index on ``events.migration_id``.
-    """
-    table = _MIGRATIONS
-    image_count = sa.select(sa.func.count(_VOLUMES.c.id)).where(
-        _VOLUMES.c.migration_id == table.c.id).scalar_subquery()
-    last = _EVENTS.alias('last_event')
-    # NOTE: not MAX(id): MariaDB reads all of a migration's index entries
-    # for it in a dependent subquery; ORDER BY id DESC LIMIT 1 reads one.
-    newest = sa.select(_EVENTS.c.id).where(
-        _EVENTS.c.migration_id == table.c.id).order_by(
-        _EVENTS.c.id.desc()).limit(1).scalar_subquery()
-    return sa.select(
-        *columns, image_count.label('image_count'),
-        *[last.c[k].label('last_event_' + k) for k in _LAST_EVENT_KEYS]
-    ).select_from(table.outerjoin(last, last.c.id == newest))
-
-
-def _summaries(conn, query, server_keys=_SERVER_KEYS):
+def _summaries(conn, query, params=None,
+               server_keys=statements.SERVER_KEYS):
     """Run a summary query; plain dicts with their servers and last event."""
     out = []
-    for m in plain_rows(conn.execute(query)):
-        last = {k: m.pop('last_event_' + k) for k in _LAST_EVENT_KEYS}
+    for m in plain_rows(conn.execute(query, params)):
+        last = {k: m.pop(c) for c, k in statements.LAST_EVENT_COLUMNS}
         m['last_event'] = last if last['id'] is not None else None
         m['servers'] = []
         out.append(m)
     if out:
         by_id = {m['id']: m for m in out}
-        for r in conn.execute(sa.select(
-                _SERVERS.c.migration_id,
-                *[_SERVERS.c[k] for k in server_keys]).where(
-                _SERVERS.c.migration_id.in_(list(by_id))).order_by(
-                _SERVERS.c.id)):
+        for r in conn.execute(statements.servers(server_keys),
+                              {'ids': list(by_id)}):
             by_id[r[0]]['servers'].append(dict(zip(server_keys, r[1:])))
     return out
+
+
+# (filter names, which are lists, server?, sort, marker?, limit?) -> the
+# SELECT of such a page, built with bound parameters: building it and its
+# cache key cost as much Python time as running it on SQLite.
+_PAGES = {}
+
+
+def _page(filters, server, sort_key, sort_dir, marker, limit):
+    """The SELECT of a page and its parameters."""
+    lists = frozenset(k for k, v in filters.items()
+                      if isinstance(v, (list, tuple, set)))
+    shape = (tuple(sorted(filters)), lists, server is not None, sort_key,
+             sort_dir, marker is not None, bool(limit))
+    if shape not in _PAGES:
+        table = _MIGRATIONS
+        pagination.check_sort(table, 'migration', sort_key, sort_dir)
+        query = pagination.where(statements.summary(), table, 'migration', {
+            k: sa.bindparam('f_' + k, expanding=k in lists)
+            for k in filters})
+        if server is not None:
+            query = query.where(table.c.id.in_(sa.select(
+                _SERVERS.c.migration_id).where(
+                _SERVERS.c.server_id == sa.bindparam('p_server'))))
+        query = pagination.paginate(
+            query, table, sort_key, sort_dir,
+            sa.bindparam('p_marker') if marker is not None else None)
+        if limit:
+            query = query.limit(sa.bindparam('p_limit', type_=sa.Integer))
+        _PAGES[shape] = query
+    params = {'f_' + k: list(v) if k in lists else v
+              for k, v in filters.items()}
+    params.update(p_server=server, p_marker=marker,
+                  p_limit=int(limit) if limit else None)
+    return _PAGES[shape], params
 
 
 def migration_page(ctx, filters=None, limit=None, marker=None,
                    sort_key='created_at', sort_dir='desc', server=None):
     """A page of migration summaries; ``server``: only those moving it."""
-    table = _MIGRATIONS
-    pagination.check_sort(table, 'migration', sort_key, sort_dir)
-    query = pagination.where(_summary_query(), table, 'migration', filters)
-    if server is not None:
-        query = query.where(table.c.id.in_(sa.select(
-            _SERVERS.c.migration_id).where(_SERVERS.c.server_id == server)))
-    query = pagination.paginate(query, table, sort_key, sort_dir, marker,
-                                limit)
+    query, params = _page(dict(filters or {}), server, sort_key, sort_dir,
+                          marker, limit)
     with engine.reader_connection(ctx) as conn:
-        out = _summaries(conn, query)
-        pagination.check_marker(conn, table, 'migration', marker, out)
+        out = _summaries(conn, query, params)
+        pagination.check_marker(conn, _MIGRATIONS, 'migration', marker, out)
     return out
 
 
@@ -180,43 +166,35 @@ def migration_get(ctx, ident, events_limit=0):
     terminal operations and ``events_limit`` latest events: one
     transaction, no ORM.
     """
-    table = _MIGRATIONS
-    query = _summary_query(internal=True)
+    keys = statements.SHOWN_SERVER_KEYS
     with engine.reader_connection(ctx) as conn:
-        found = _summaries(conn, query.where(table.c.id == ident),
-                           _SHOWN_SERVER_KEYS) or \
-            _summaries(conn, query.where(table.c.name == ident).limit(1),
-                       _SHOWN_SERVER_KEYS)
+        found = _summaries(conn, statements.shown('id'), {'ident': ident},
+                           keys) or \
+            _summaries(conn, statements.shown('name'), {'ident': ident},
+                       keys)
         if not found:
             raise exception.NotFound(kind='migration', id=ident)
         m = found[0]
         m.pop('image_count')
-        m['volumes'], m['shipments'] = _volumes_and_shipments(conn, m['id'])
-        op = models.Operation.__table__
-        m['operations'] = plain_rows(conn.execute(sa.select(op).where(
-            op.c.migration_id == m['id']).order_by(op.c.created_at,
-                                                   op.c.id)))
+        mid = {'migration_id': m['id']}
+        m['volumes'], m['shipments'] = _volumes_and_shipments(conn, mid)
+        m['operations'] = plain_rows(conn.execute(statements.operations(),
+                                                  mid))
         m['events'] = []
         if events_limit:
-            m['events'] = plain_rows(conn.execute(sa.select(_EVENTS).where(
-                _EVENTS.c.migration_id == m['id']).order_by(
-                _EVENTS.c.id.desc()).limit(int(events_limit))))
+            m['events'] = plain_rows(conn.execute(
+                statements.latest_events(),
+                dict(mid, events_limit=int(events_limit))))
         return m
 
 
-def _volumes_and_shipments(conn, migration_id):
+def _volumes_and_shipments(conn, params):
     """A migration's images, and the shipments carrying them (summaries)."""
-    sh = models.Shipment.__table__
-    ship_keys = ('id', 'name', 'state', 'carrier', 'tracking_number')
     volumes = []
     ships = {}
-    for v in plain_rows(conn.execute(sa.select(
-            _VOLUMES, *[sh.c[k].label('ship_' + k) for k in ship_keys],
-            sh.c.created_at.label('ship_created_at')).select_from(
-            _VOLUMES.outerjoin(sh, sh.c.id == _VOLUMES.c.shipment_id)).where(
-            _VOLUMES.c.migration_id == migration_id).order_by(
-            _VOLUMES.c.id))):
-        s = {k: v.pop('ship_' + k) for k in ship_keys}
+    for v in plain_rows(conn.execute(statements.volumes_and_shipments(),
+                                     params)):
+        s = {k: v.pop('ship_' + k) for k in statements.SHIP_KEYS}
         created = v.pop('ship_created_at')
         if s['id'] is not None:
             ships[s['id']] = (created, s)
