@@ -389,9 +389,10 @@ def convergence(ctx, migration, figures):
     # resolution, the most it may be (a 0 would forecast an idle guest
     # on any link, however slow).
     dirty = max(figures['dirty_rate'], figures.get('resolution') or 0.0)
+    max_downtime = planner.parse_duration(conf.memory_downtime,
+                                          'memory_downtime')
     f = planner.memory_forecast(
-        memory, dirty, rate,
-        planner.parse_duration(conf.memory_downtime, 'memory_downtime'),
+        memory, dirty, rate, max_downtime,
         other_pause=other, budget=budget, policy=policy,
         working_set=figures.get('working_set'))
     timeout = None
@@ -402,6 +403,9 @@ def convergence(ctx, migration, figures):
             'budget': budget, 'link_rate': rate, 'round_trip': rtt,
             'max_bandwidth': rate if explicit else None,
             'copy_timeout': timeout if f.means else None,
+            # The switchover's limit the forecast counts on: nova_fedex
+            # starts Nova's downtime steps there.
+            'max_downtime': max_downtime,
             'link': ' '.join(notes), 'forecast': f.as_dict(),
             'measured': figures}
 

@@ -113,6 +113,44 @@ def apply(convergence, flags, bandwidth):
     return flags, bandwidth
 
 
+def downtime_floor_ms(convergence, nova_max_ms):
+    """The downtime limit a FedEx cutover's copy may switch over at, ms.
+
+    The manager's forecast (and its verdict of convergence) counts on
+    QEMU switching over once what is left would cross the link in
+    ``max_downtime`` (its ``[planner] memory_downtime``, Nova's
+    ``live_migration_downtime``: 500 ms). Nova starts a live migration at
+    a tenth of it and raises it every ``live_migration_downtime_delay`` s
+    a GiB of RAM (at least 2: a step every 150 s): on a 100 Mbit/s link
+    50 ms leave 0.6 MB, less than an idle TCG guest dirtied between two
+    rounds, and its copy ran until the manager's bound (111 s) aborted
+    it. The floor is the verdict's ``max_downtime``, else Nova's top step.
+    """
+    seconds = (convergence or {}).get('max_downtime')
+    if seconds:
+        return max(1, int(round(seconds * 1000)))
+    return int(nova_max_ms)
+
+
+class DowntimeFloor(object):
+    """A Guest whose downtime limit is never set below ``floor_ms``.
+
+    Handed to Nova's live migration monitor, whose downtime steps then
+    start at the floor and go on from there.
+    """
+
+    def __init__(self, guest, floor_ms):
+        self._guest = guest
+        self.floor_ms = floor_ms
+
+    def __getattr__(self, name):
+        return getattr(self._guest, name)
+
+    def migrate_configure_max_downtime(self, mstime):
+        return self._guest.migrate_configure_max_downtime(
+            max(int(mstime), self.floor_ms))
+
+
 class Watchdog(object):
     """Aborts the migration job after ``timeout`` s, unless ``done()``.
 

@@ -642,6 +642,21 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                         '(%s): the final delta starts when libvirt\'s '
                         'migration call returns', e, instance=instance)
 
+    def _live_migration_monitor(self, context, instance, guest, *args,
+                                **kwargs):
+        cutover = self._fedex_cutovers.get(instance.uuid)
+        if cutover is not None:
+            # Nova's downtime steps start at the forecast's limit, not a
+            # tenth of it (convergence.downtime_floor_ms).
+            floor = convergence.downtime_floor_ms(
+                cutover.plan.convergence,
+                CONF.libvirt.live_migration_downtime)
+            LOG.info('FedEx: downtime limit of the memory copy at least '
+                     '%d ms', floor, instance=instance)
+            guest = convergence.DowntimeFloor(guest, floor)
+        return super()._live_migration_monitor(context, instance, guest,
+                                               *args, **kwargs)
+
     def _live_migration_operation(self, context, instance, dest,
                                   block_migration, migrate_data, guest,
                                   device_names):

@@ -130,3 +130,35 @@ class TestWatchdog(testtools.TestCase):
         dog._thread.join(5)
         time.sleep(0.01)
         self.assertEqual(0, dom.aborted)
+
+
+class FakeGuest(object):
+
+    def __init__(self):
+        self.downtimes = []
+
+    def migrate_configure_max_downtime(self, mstime):
+        self.downtimes.append(mstime)
+
+    def get_job_info(self):
+        return 'job'
+
+
+class TestDowntimeFloor(testtools.TestCase):
+
+    def test_the_verdict_s_limit_else_nova_s_top_step(self):
+        self.assertEqual(500, convergence.downtime_floor_ms(
+            {'max_downtime': 0.5}, 400))
+        self.assertEqual(400, convergence.downtime_floor_ms(
+            {'means': 'pre-copy'}, 400))
+        self.assertEqual(400, convergence.downtime_floor_ms(None, 400))
+
+    def test_nova_s_steps_start_at_the_floor_and_go_on_above_it(self):
+        # Nova's steps for 500 ms in 10: 50, 95, ..., 500.
+        guest = FakeGuest()
+        floored = convergence.DowntimeFloor(guest, 300)
+        for step in (50, 95, 140, 455, 500):
+            floored.migrate_configure_max_downtime(step)
+        self.assertEqual([300, 300, 300, 455, 500], guest.downtimes)
+        # Everything else is the guest's.
+        self.assertEqual('job', floored.get_job_info())

@@ -181,6 +181,9 @@ class TestConvergenceVerdict(TestCutoverPlan):
         # The bound: twice the forecast copy and a minute.
         self.assertEqual(int(2 * v['forecast']['copy_seconds'] + 60),
                          v['copy_timeout'])
+        # The switchover's limit the forecast counted on ([planner]
+        # memory_downtime), for nova_fedex to start Nova's steps at.
+        self.assertEqual(0.5, v['max_downtime'])
         text = db.events(self.ctx, {'migration_id': self.m['id']})[-1]
         self.assertIn('nova: dirty_rate (reported by b-h1): server vm1 '
                       'dirties 0.5 MiB/s', text['message'])
