@@ -78,8 +78,10 @@ class Rounds(CatchUp):
                 break
         m = common.step(ctx, m, 'converge')
         if opts.get('cutover') == 'automatic':
-            if cutover_actions.cutover_ready(ctx, m['id'])['ready']:
-                cutover_actions.migration_cutover_start(ctx, m['id'])
+            # Under the wave's lock: two members' catch-ups ending together
+            # both saw a slot free, and the second's start failed (its job
+            # with a traceback; the sweeper started it later).
+            cutover_actions.start_in_turn(ctx, m)
 
 
 class KeepWarm(common.PhaseTask):

@@ -158,6 +158,17 @@ class TestCutoverBound(WaveTestCase):
         self.assertEqual(3, sum(1 for _, phase, _ in self.posted
                                 if phase == 'cutover'))
 
+    def test_start_in_turn_waits_for_a_slot_without_raising(self):
+        # What a member's catch-up calls at its end (automatic cutover).
+        w = self.wave(2, max_parallel_cutovers=1)
+        self.ready(w)
+        first, second = [db.get(self.ctx, 'migration', s['migration_id'])
+                         for s in w['servers']]
+        self.assertTrue(cutover_actions.start_in_turn(self.ctx, first))
+        self.assertFalse(cutover_actions.start_in_turn(self.ctx, second))
+        self.assertEqual([states.CUTTING_OVER, states.READY_FOR_CUTOVER],
+                         self.member_states(w['id']))
+
     def test_a_rollback_frees_its_slot_at_once_too(self):
         w = self.wave(3, max_parallel_cutovers=1)
         self.ready(w)
