@@ -52,6 +52,7 @@ from fedex_manager.db import migration as db_migration  # noqa: E402
 from fedex_manager.db import models  # noqa: E402
 from fedex_manager import opts  # noqa: E402
 from fedex_manager import policy  # noqa: E402
+from tests.benchmarks import api_bench  # noqa: E402
 
 # Rows of one migration at the end of the scale bench's 1,000 (79,961
 # events, 10,999 operations).
@@ -215,12 +216,6 @@ def calls_per_request(app, counter, paths):
     return pstats.Stats(prof).total_calls / len(paths)
 
 
-def p50_p99(samples):
-    s = sorted(samples)
-    return (statistics.median(s) * 1000,
-            s[min(len(s) - 1, int(round(0.99 * len(s))) - 1)] * 1000)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--migrations', default='100,1000')
@@ -243,7 +238,7 @@ def main():
             for kind in ('list', 'show'):
                 timed(app, counter, paths[kind][:20])  # warm caches
                 times, cpu, stmts = timed(app, counter, paths[kind])
-                p50, p99 = p50_p99(times)
+                p50, p99 = api_bench.percentiles(times)
                 calls = calls_per_request(app, counter, paths[kind][:50])
                 print('%6d %5s %8.1f %8.1f %8.1f %8.2f %6s %7d' % (
                     n, kind, p50, p99, 1000 * statistics.mean(times),
