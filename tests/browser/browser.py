@@ -124,6 +124,19 @@ class Browser(object):
         return WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
             shown, 'no element %s on %s' % (css, self.driver.current_url))[0]
 
+    def text_of(self, css, timeout=30):
+        """The text of ``css``, looked up again if the page replaced it.
+
+        A row's polling may swap it between the lookup and the read.
+        """
+        def read(driver):
+            try:
+                return [self.find(css, timeout).text]
+            except se_exc.StaleElementReferenceException:
+                return False
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
+            read, 'no element %s on %s' % (css, self.driver.current_url))[0]
+
     def select(self, css, value):
         el = self.find(css)
         if el.is_displayed():
