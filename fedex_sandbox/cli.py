@@ -402,6 +402,8 @@ def main(argv=None):
     sb = sandbox_mod.Sandbox.from_conf(CONF)
     try:
         return COMMANDS[CONF.command.name](sb)
+    except BrokenPipeError:
+        return cmdline.stdout_closed()
     except exception.FedexException as e:
         print('fedex-sandbox %s: error: %s' % (CONF.command.name, e),
               file=sys.stderr)

@@ -14,6 +14,8 @@
 import argparse
 import collections
 import logging as std_logging
+import os
+import sys
 import textwrap
 
 from oslo_config import cfg
@@ -133,6 +135,18 @@ def usage(prog, synopsis, commands=(), epilog=None):
 def argv_for_oslo(argv):
     """``argv`` with ``--help-all`` turned into ``--help``."""
     return ['--help' if a == HELP_ALL else a for a in argv]
+
+
+def stdout_closed():
+    """The exit code of a listing whose reader went away (``| head``).
+
+    stdout is pointed at /dev/null, as Python's documentation of SIGPIPE
+    advises, so that the interpreter's last flush does not raise again;
+    128 + SIGPIPE is what a shell reports for a command killed by it.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def register_logging(conf, argv):

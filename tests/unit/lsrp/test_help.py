@@ -179,3 +179,24 @@ class TestOneSpelling(testtools.TestCase):
         self.assertEqual('ca.pem', conf.server.tls_ca)
         self.assertEqual('t1', conf.server.name)
         self.assertEqual(60, conf.ceph.op_timeout)
+
+
+class TestClosedStdout(testtools.TestCase):
+
+    def test_a_reader_gone_away_ends_a_listing_quietly(self):
+        # What 'fedex-sandbox wan-stats | head -1' does: no traceback.
+        script = ('import sys\n'
+                  'from lsrp import cmdline\n'
+                  'try:\n'
+                  '    for i in range(100000):\n'
+                  '        print("line %d" % i)\n'
+                  'except BrokenPipeError:\n'
+                  '    sys.exit(cmdline.stdout_closed())\n')
+        writer = subprocess.Popen([sys.executable, '-c', script],
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.assertEqual(b'line 0\n', writer.stdout.readline())
+        writer.stdout.close()
+        stderr = writer.stderr.read()
+        self.assertEqual(141, writer.wait())
+        self.assertEqual(b'', stderr)
