@@ -93,6 +93,12 @@ planner_opts = [
                     'around the memory copy (pre-checks, '
                     'pre_live_migration, post-migration; 30-38 s on the '
                     'mini-cloud, cutover-e2e.rst).'),
+    cfg.IntOpt('live_migrations_per_host', default=1, min=1,
+               help='Live migrations a source compute runs at once (Nova\'s '
+                    '[DEFAULT] max_concurrent_live_migrations there; Nova\'s '
+                    'default is 1). A wave\'s cutovers beyond it wait in '
+                    'Nova\'s queue, so the forecast runs no more at once '
+                    'than the servers\' hosts allow, and says so.'),
 ]
 
 

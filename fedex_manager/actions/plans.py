@@ -95,29 +95,58 @@ def _ceph_sizes(site, images, reasons):
 
 
 def _memory(cloud, server_id, notes, reasons):
-    """The server's RAM in bytes, from its Nova flavor; notes say so.
+    """The server's RAM in bytes and its compute host (None: unknown).
 
-    Read as the migration's preflight reads it (the ``[nova]`` service
-    user): the forecast accepts the servers a POST /v1/migrations would.
+    From its Nova record, read as the migration's preflight reads it (the
+    ``[nova]`` service user): the forecast accepts the servers a POST
+    /v1/migrations would. The notes say where the memory comes from.
     """
     if cloud is None:
         notes.append('no memory counted for server %s: the manager has no '
                      '[nova] credentials to read its flavor.' % server_id)
-        return 0
+        return 0, None
     status, body = cloud.server(server_id)
     server = (body or {}).get('server') or {}
     if status == 404:
         reasons.append('server %s does not exist in Nova' % server_id)
-        return 0
+        return 0, None
     if status != 200:
         reasons.append('server %s: Nova answered HTTP %d' % (
             server_id, status))
-        return 0
+        return 0, None
     flavor = server.get('flavor') or {}
     ram = int(flavor.get('ram') or 0)
     notes.append('server %s: %d MiB of memory (flavor %s).' % (
         server_id, ram, flavor.get('original_name') or '?'))
-    return ram * MIB
+    return ram * MIB, server.get('OS-EXT-SRV-ATTR:host')
+
+
+def hosts_allow(parallel, hosts, per_host, notes, warnings):
+    """The cutovers at once that the servers' source hosts let run.
+
+    ``hosts``: the source host of each server (None: not known). Nova runs
+    ``per_host`` live migrations at a time on a host ([planner]
+    live_migrations_per_host) and queues the others: a wave of 8 servers on
+    one host with max_parallel_cutovers = 4 cuts over one at a time under
+    Nova's default of 1. Unknown hosts are not bounded.
+    """
+    if parallel <= 1 or not hosts or None in hosts:
+        return parallel
+    counts = {}
+    for h in hosts:
+        counts[h] = counts.get(h, 0) + 1
+    allowed = sum(min(per_host, n) for n in counts.values())
+    if allowed >= parallel:
+        return parallel
+    said = ('Nova runs %d live migration(s) at a time per source host '
+            '([planner] live_migrations_per_host, its '
+            'max_concurrent_live_migrations) and the servers are on %d '
+            'host(s): %d cutover(s) at once, not max_parallel_cutovers = %d; '
+            'the others wait in Nova\'s queue.'
+            % (per_host, len(counts), allowed, parallel))
+    notes.append(said)
+    warnings.append(said)
+    return allowed
 
 
 def _rate_given(value, field, default_opt, what, notes):
@@ -290,10 +319,13 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
                         'memory dirtied at', notes['dirty_rate'])
     writes = _rate_given(write_rate, 'write_rate', 'default_write_rate',
                          'disks written at', notes['write_rate'])
-    members, packed = [], []
+    members, packed, hosts = [], [], []
     for g in groups:
         sid = g['server_id']
-        memory = _memory(cloud, sid, notes['memory'], reasons) if sid else 0
+        memory = 0
+        if sid:
+            memory, host = _memory(cloud, sid, notes['memory'], reasons)
+            hosts.append(host)
         allocated = provisioned = 0
         for spec in _image_names(g):
             size, used = sizes.get(spec, (0, 0))
@@ -334,6 +366,9 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
         '([conductor] op_poll_interval).' % (
             _mib(opts_['threshold_bytes']), opts_['max_rounds'],
             _secs(overhead)))
+    parallel = hosts_allow(parallel, hosts,
+                           conf.planner.live_migrations_per_host,
+                           notes['cutover'], warnings)
     setup = planner.parse_duration(conf.planner.cutover_setup,
                                    'cutover_setup')
     notes['cutover'].append(

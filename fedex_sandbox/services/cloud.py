@@ -369,7 +369,8 @@ class Cloud(base.ServiceSet):
              'secret_b': state['secrets']['site-b'],
              'instances_path': self.instances_path,
              'barbican_url': self.url('barbican'),
-             'barbican_kek': state['barbican_kek']}
+             'barbican_kek': state['barbican_kek'],
+             'live_migrations_per_host': confs.LIVE_MIGRATIONS_PER_HOST}
         for db in DATABASES:
             v['db_' + db] = self.shared.database_url(db)
         for user in SERVICE_USERS:

@@ -16,6 +16,12 @@ password = {service_password}
 """
 
 
+# Nova's max_concurrent_live_migrations on every compute (NOVA below), and
+# what a forecast that knows the mini-cloud says of it ([planner]
+# live_migrations_per_host).
+LIVE_MIGRATIONS_PER_HOST = 4
+
+
 def auth(values, user, extra=''):
     """A password-auth section body for a service user."""
     return AUTH.format(user=user, **values) + extra
@@ -69,7 +75,7 @@ ram_allocation_ratio = 4.0
 # wave's second cutover slot behind the first: about 280 s of the
 # 8-server wave, doc/source/manager.rst): at least the waves'
 # max_parallel_cutovers (2 by default).
-max_concurrent_live_migrations = 4
+max_concurrent_live_migrations = {live_migrations_per_host}
 [api_database]
 connection = {db_nova_api}
 [database]

@@ -75,6 +75,7 @@ from fedex_manager.db import api as db  # noqa: E402
 from fedex_manager import states  # noqa: E402
 from fedex_manager import waves  # noqa: E402
 from fedex_sandbox import relay  # noqa: E402
+from fedex_sandbox.services import confs  # noqa: E402
 from fedex_sandbox import wan  # noqa: E402
 from fedexclient import client as fedex_client  # noqa: E402
 from fedexclient import exceptions as fedex_exc  # noqa: E402
@@ -161,7 +162,8 @@ class WaveBench(test_wave.TestWave):
         QEMU's copy at the link's rate, as in a deployment that states its
         link.)
         """
-        out = {}
+        # The computes' live migrations at a time (Nova's queue).
+        out = {'live_migrations_per_host': confs.LIVE_MIGRATIONS_PER_HOST}
         self.link_shape = wan_shape(self.sandbox)
         if self.link_shape:
             rate, delay = self.link_shape

@@ -299,6 +299,45 @@ class TestWave(ForecastTestCase):
                       stated['assumes']['total_time'])
 
 
+class TestNovasQueue(TestWave):
+    """The servers' hosts and Nova's live migrations at a time on each."""
+
+    def on_hosts(self, *hosts):
+        for sid, host in zip(self.ids, hosts):
+            self.nova.table['/servers/%s' % sid]['server'][
+                'OS-EXT-SRV-ATTR:host'] = host
+
+    def test_one_host_one_at_a_time_is_said(self):
+        self.on_hosts('a1', 'a1', 'a1', 'a1')
+        one, four = self.plan(), self.plan(max_parallel_cutovers=4)
+        # Nova's default of 1 a host: the wave's 4 slots are one.
+        self.assertEqual(one['fedex'], four['fedex'])
+        said = ('Nova runs 1 live migration(s) at a time per source '
+                'host ([planner] live_migrations_per_host, its '
+                'max_concurrent_live_migrations) and the servers are on 1 '
+                'host(s): 1 cutover(s) at once, not max_parallel_cutovers '
+                '= 4')
+        self.assertIn(said, four['assumes']['total_time'])
+        self.assertTrue(any(said in w for w in four['warnings']),
+                        four['warnings'])
+
+    def test_hosts_and_their_bound_make_the_slots(self):
+        self.on_hosts('a1', 'a1', 'a2', 'a2')
+        self.assertEqual(self.plan(max_parallel_cutovers=2)['fedex'],
+                         self.plan(max_parallel_cutovers=4)['fedex'])
+        CONF.set_override('live_migrations_per_host', 4, 'planner')
+        self.addCleanup(CONF.clear_override, 'live_migrations_per_host',
+                        'planner')
+        self.on_hosts('a1', 'a1', 'a1', 'a1')
+        one, four = self.plan(), self.plan(max_parallel_cutovers=4)
+        self.assertNotIn('live_migrations_per_host',
+                         four['assumes']['total_time'])
+        self.assertIn('Servers cut over 4 at a time',
+                      four['assumes']['total_time'])
+        self.assertLess(four['fedex']['phases']['cutover'],
+                        one['fedex']['phases']['cutover'])
+
+
 class TestRefused(ForecastTestCase):
 
     def test_unknown_image_and_server(self):
