@@ -39,6 +39,7 @@ def c_driver(url, python):
 def conf_text(cloud):
     from fedex_sandbox import manager as manager_sandbox
     from fedex_sandbox.manager import deploy
+    from fedex_sandbox.services import confs
     secrets = cloud.shared.secrets()
     manager = manager_sandbox.SandboxManager(cloud.sandbox).dep
     sections = manager.common()
@@ -64,6 +65,9 @@ def conf_text(cloud):
             'username': 'fedex', 'password': secrets['service'],
             'project_name': 'service', 'user_domain_name': 'Default',
             'project_domain_name': 'Default'},
+        # Forecasts (Horizon's preview) count the computes' own queue.
+        'planner': {'live_migrations_per_host':
+                    confs.LIVE_MIGRATIONS_PER_HOST},
     })
     return deploy._ini(sections)
 
