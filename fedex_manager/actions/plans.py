@@ -26,6 +26,7 @@ It also runs the migration's preflight, and a refusal becomes a warning
 The arithmetic is :mod:`fedex_manager.actions.forecast`'s.
 """
 
+import collections
 import math
 
 from oslo_config import cfg
@@ -132,9 +133,7 @@ def hosts_allow(parallel, hosts, per_host, notes, warnings):
     """
     if parallel <= 1 or not hosts or None in hosts:
         return parallel
-    counts = {}
-    for h in hosts:
-        counts[h] = counts.get(h, 0) + 1
+    counts = collections.Counter(hosts)
     allowed = sum(min(per_host, n) for n in counts.values())
     if allowed >= parallel:
         return parallel

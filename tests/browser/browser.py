@@ -114,28 +114,27 @@ class Browser(object):
             clicked, 'cannot click %s on %s' % (css,
                                                 self.driver.current_url))
 
-    def displayed(self, css, timeout=30):
-        """Whether ``css`` is shown (looked up afresh if replaced)."""
-        def shown(driver):
-            try:
-                return [self.find(css, timeout).is_displayed()]
-            except se_exc.StaleElementReferenceException:
-                return False
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
-            shown, 'no element %s on %s' % (css, self.driver.current_url))[0]
-
-    def text_of(self, css, timeout=30):
-        """The text of ``css``, looked up again if the page replaced it.
+    def _read_fresh(self, css, read, timeout):
+        """``read(element)`` of ``css``, looked up again if replaced.
 
         A row's polling may swap it between the lookup and the read.
         """
-        def read(driver):
+        def attempt(driver):
             try:
-                return [self.find(css, timeout).text]
+                return [read(self.find(css, timeout))]
             except se_exc.StaleElementReferenceException:
                 return False
         return WebDriverWait(self.driver, timeout, poll_frequency=0.2).until(
-            read, 'no element %s on %s' % (css, self.driver.current_url))[0]
+            attempt, 'no element %s on %s' % (css,
+                                              self.driver.current_url))[0]
+
+    def displayed(self, css, timeout=30):
+        """Whether ``css`` is shown (looked up afresh if replaced)."""
+        return self._read_fresh(css, lambda el: el.is_displayed(), timeout)
+
+    def text_of(self, css, timeout=30):
+        """The text of ``css`` (looked up afresh if replaced)."""
+        return self._read_fresh(css, lambda el: el.text, timeout)
 
     def select(self, css, value):
         el = self.find(css)

@@ -250,8 +250,8 @@ class TestRoute(ForecastTestCase):
                          plan['warnings'])
 
 
-class TestWave(ForecastTestCase):
-    """max_parallel_cutovers in the request: forecast as a wave runs."""
+class FourServersCase(ForecastTestCase):
+    """Four servers of 1 GiB, forecast with the options given."""
 
     def setUp(self):
         super().setUp()
@@ -263,6 +263,10 @@ class TestWave(ForecastTestCase):
     def plan(self, **options):
         return self.forecast(migration=self.body(servers=self.ids,
                                                  options=options))
+
+
+class TestWave(FourServersCase):
+    """max_parallel_cutovers in the request: forecast as a wave runs."""
 
     def test_two_at_a_time(self):
         one, two = self.plan(), self.plan(max_parallel_cutovers=2)
@@ -299,7 +303,7 @@ class TestWave(ForecastTestCase):
                       stated['assumes']['total_time'])
 
 
-class TestNovasQueue(TestWave):
+class TestNovasQueue(FourServersCase):
     """The servers' hosts and Nova's live migrations at a time on each."""
 
     def on_hosts(self, *hosts):
