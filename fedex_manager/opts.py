@@ -123,6 +123,14 @@ conductor_opts = [
                     'keeps catching up and waits for the operator to '
                     'approve the cutover again (openstack fedex migration '
                     'cutover).'),
+    cfg.IntOpt('longest_cutover_first_wait', default=120, min=0,
+               help='Seconds a wave member ready for its cutover leaves '
+                    'the last free slots (max_parallel_cutovers) to members '
+                    'whose cutovers take longer (more disks: Nova attaches '
+                    'each Cinder volume at the destination) and that are '
+                    'still catching up, so that the longest cutovers start '
+                    'first and do not end the wave alone. 0: first ready, '
+                    'first started.'),
     cfg.IntOpt('shipment_group_window', default=60, min=0,
                help='Seconds after the first migration of a shipment '
                     'group (option shipment_group) was created during '

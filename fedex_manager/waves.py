@@ -58,23 +58,59 @@ def cutting_over(ctx, wave_id, but=None):
             if wave_of(x) == wave_id and x['id'] != but]
 
 
-def cutover_reasons(ctx, m):
+def length(m):
+    """How long the member's cutover is expected to take, as a rank.
+
+    Its disks: Nova attaches each Cinder volume at the destination and
+    detaches it at the source inside the live migration (192 and 209 s
+    for the members with one and two volumes of the eight-server wave,
+    83-112 s for those without; doc/source/manager.rst).
+    """
+    return len(m['volumes'])
+
+
+def cutover_reasons(ctx, m, will_start=None, hold_seconds=0):
     """Why ``m``'s cutover must wait for its wave; [] if it need not.
 
     Counted from the database when asked: the sweeper, one conductor at
     a time under its lock, starts cutovers one after another, so each
-    start sees the ones before it.
+    start sees the ones before it. Longest first: for ``hold_seconds``
+    after it became ready, ``m`` leaves the free slots to members with
+    longer cutovers (:func:`length`) that ``will_start`` by themselves
+    and are ready or still catching up, when they would need them all.
     """
     wave_id = wave_of(m)
     if not wave_id or m['state'] == states.CUTTING_OVER:
         return []
     busy = cutting_over(ctx, wave_id, but=m['id'])
-    if len(busy) < bound(m):
+    if len(busy) >= bound(m):
+        return ['%d server(s) of wave %s cutting over (%s), its '
+                'max_parallel_cutovers = %d: waiting for one to end' % (
+                    len(busy), wave_id, ', '.join(sorted(
+                        x['id'][:8] for x in busy)), bound(m))]
+    if not hold_seconds or will_start is None:
         return []
-    return ['%d server(s) of wave %s cutting over (%s), its '
-            'max_parallel_cutovers = %d: waiting for one to end' % (
-                len(busy), wave_id, ', '.join(sorted(
-                    x['id'][:8] for x in busy)), bound(m))]
+    waited = (db.now() - db.utcfromiso(m['updated_at'])).total_seconds()
+    if waited >= hold_seconds:
+        return []
+    longer = [x for x in members(ctx, wave_id)
+              if x['state'] in (states.CATCHING_UP, states.READY_FOR_CUTOVER,
+                                states.ROLLED_BACK) and
+              length(x) > length(m) and will_start(x)]
+    free = bound(m) - len(busy)
+    if len(longer) < free:
+        return []
+    return ['leaving the %d free slot(s) of wave %s to its longer cutovers '
+            'first (%s: more disks), for at most %d s more '
+            '([conductor] longest_cutover_first_wait)' % (
+                free, wave_id, ', '.join(sorted(
+                    '%s %s' % (x['id'][:8], x['state']) for x in longer)),
+                math.ceil(hold_seconds - waited))]
+
+
+def by_length(ms):
+    """The members with the longest cutovers first (then oldest first)."""
+    return sorted(ms, key=length, reverse=True)
 
 
 def cutovers(ctx, m):

@@ -74,8 +74,11 @@ def cutover_ready(ctx, migration):
         reasons.append('outside the cutover window %s-%s UTC' % (
             m['options']['cutover_window']['start'],
             m['options']['cutover_window']['end']))
-    # A wave's members take turns (max_parallel_cutovers).
-    reasons += waves.cutover_reasons(ctx, m)
+    # A wave's members take turns (max_parallel_cutovers), the longest
+    # cutovers first.
+    reasons += waves.cutover_reasons(
+        ctx, m, will_start=lambda x: will_start(ctx, x),
+        hold_seconds=CONF.conductor.longest_cutover_first_wait)
     return {'ready': not reasons, 'reasons': reasons, 'state': m['state'],
             'last_round_bytes': m['last_round_bytes'],
             'downtime_budget': m['options'].get('downtime_budget')}
@@ -169,6 +172,12 @@ def starts_by_itself(m):
             m['cutover_approved'])
 
 
+def will_start(ctx, m):
+    """Whether the manager will start ``m``'s cutover once it is ready."""
+    return starts_by_itself(m) and \
+        cutover_rollbacks(ctx, m) < cutover_max_attempts()
+
+
 def start_in_turn(ctx, m):
     """Start ``m``'s cutover if it is ready; True if it started.
 
@@ -188,7 +197,9 @@ def start_in_turn(ctx, m):
 def start_waiting_members(ctx, m):
     """A wave member's cutover ended: its wave's next ones started.
 
-    The sweeper starts them at its turn (``ready_for_cutover``), after its
+    Also called when a member's cutover starts: members that left it
+    their slot (``[conductor] longest_cutover_first_wait``) take the
+    slots still free. The sweeper starts them at its turn (``ready_for_cutover``), after its
     other jobs: in the 8-server wave a freed slot waited 37-111 s for it
     (doc/source/manager.rst, "The eight-server wave"). Whoever records the
     end (fedex-api on nova_fedex's report, the conductor's read-back of
@@ -200,7 +211,7 @@ def start_waiting_members(ctx, m):
         return []
     CONF.register_opts(opts.conductor_opts, group='conductor')
     started = []
-    for x in waves.members(ctx, wave_id):
+    for x in waves.by_length(waves.members(ctx, wave_id)):
         if x['state'] not in (states.READY_FOR_CUTOVER,
                               states.ROLLED_BACK) or \
                 not starts_by_itself(x):
@@ -214,8 +225,8 @@ def start_waiting_members(ctx, m):
             continue
         started.append(x['id'])
     if started:
-        LOG.info('wave %s: cutover of %s ended; started %s', wave_id,
-                 m['id'], ', '.join(started))
+        LOG.info('wave %s: after %s (%s), started %s', wave_id,
+                 m['id'], m['state'], ', '.join(started))
     return started
 
 

@@ -38,6 +38,7 @@ from fedex_manager import jobs
 from fedex_manager import return_trip
 from fedex_manager import shipments
 from fedex_manager import states
+from fedex_manager import waves
 from lsrp import exception
 
 CONF = cfg.CONF
@@ -186,8 +187,13 @@ def repost_lost_phases(sweeper, ctx):
 
 @job()
 def ready_for_cutover(sweeper, ctx):
-    """Start automatic cutovers in their window, else keep-warm rounds."""
-    for m, age in sweeper.quiet(ctx, (states.READY_FOR_CUTOVER,)):
+    """Start automatic cutovers in their window, else keep-warm rounds.
+
+    The longest cutovers first (a wave's members with the most disks).
+    """
+    ready = list(sweeper.quiet(ctx, (states.READY_FOR_CUTOVER,)))
+    for m, age in sorted(ready, key=lambda x: waves.length(x[0]),
+                         reverse=True):
         if cutover_actions.starts_by_itself(m) and \
                 cutover_actions.start_in_turn(ctx, m):
             continue

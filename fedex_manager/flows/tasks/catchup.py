@@ -80,8 +80,11 @@ class Rounds(CatchUp):
         if opts.get('cutover') == 'automatic':
             # Under the wave's lock: two members' catch-ups ending together
             # both saw a slot free, and the second's start failed (its job
-            # with a traceback; the sweeper started it later).
-            cutover_actions.start_in_turn(ctx, m)
+            # with a traceback; the sweeper started it later). Then the
+            # members that left their slot to this longer cutover
+            # (longest_cutover_first_wait) take those still free.
+            if cutover_actions.start_in_turn(ctx, m):
+                cutover_actions.start_waiting_members(ctx, m)
 
 
 class KeepWarm(common.PhaseTask):

@@ -242,6 +242,108 @@ class TestCutoverBound(WaveTestCase):
                       shown['servers'][0]['waiting'])
 
 
+class TestLongestFirst(WaveTestCase):
+    """Members with more disks (longer cutovers) take the slots first."""
+
+    def setUp(self):
+        super().setUp()
+        CONF.set_override('longest_cutover_first_wait', 120,
+                          group='conductor')
+        self.addCleanup(CONF.clear_override, 'longest_cutover_first_wait',
+                        group='conductor')
+
+    def long_wave(self, **options):
+        # vm0 and vm1: a root disk; vm2: one volume more; vm3: two more.
+        options.setdefault('cutover', 'approved')
+        ss = servers(4)
+        for i, extra in ((2, 1), (3, 2)):
+            ss[i]['volumes'] += [{'source_image': 'volumes/v%d_%d' % (i, k),
+                                  'size_bytes': 4 << 20}
+                                 for k in range(extra)]
+        w = wave_actions.wave_create(self.ctx, ss, 'site-a', 'site-b',
+                                     options=options)
+        ids = [s['migration_id'] for s in w['servers']]
+        for mid in ids:
+            walk(self.ctx, mid, CATCHING_UP)
+            db.update(self.ctx, 'migration', mid, {'cutover_approved': True})
+        return w, ids
+
+    def converge(self, mid, ago=0):
+        db.transition(self.ctx, 'migration', mid, 'converge')
+        when = datetime.datetime.utcnow() - datetime.timedelta(seconds=ago)
+        db.update(self.ctx, 'migration', mid, {'updated_at': when})
+        return db.get(self.ctx, 'migration', mid)
+
+    def test_short_ones_leave_the_last_slots_to_longer_ones(self):
+        w, ids = self.long_wave(max_parallel_cutovers=2)
+        first = self.converge(ids[0])
+        # Two slots free, two longer members still catching up: it waits.
+        self.assertFalse(cutover_actions.start_in_turn(self.ctx, first))
+        waiting = wave_actions.wave_show(self.ctx, w['id'])['servers'][0][
+            'waiting']
+        self.assertIn('leaving the 2 free slot(s)', waiting)
+        self.assertIn('longest_cutover_first_wait', waiting)
+        self.assertIn(ids[3][:8] + ' CATCHING_UP', waiting)
+        # The longest arrives and starts; then one slot, one longer member
+        # still to come: the short ones still wait for it.
+        longest = self.converge(ids[3])
+        self.assertTrue(cutover_actions.start_in_turn(self.ctx, longest))
+        self.assertEqual([], cutover_actions.start_waiting_members(
+            self.ctx, longest))
+        second = self.converge(ids[2])
+        self.assertTrue(cutover_actions.start_in_turn(self.ctx, second))
+        self.assertEqual([states.READY_FOR_CUTOVER, states.CATCHING_UP,
+                          states.CUTTING_OVER, states.CUTTING_OVER],
+                         self.member_states(w['id']))
+        # The longer ones end: the short ones take their slots at once.
+        cutover_actions.migration_cutover_finish(self.ctx, ids[3])
+        self.assertEqual(states.CUTTING_OVER,
+                         self.member_states(w['id'])[0])
+
+    def test_the_slots_left_are_taken_when_the_longer_one_starts(self):
+        w, ids = self.long_wave(max_parallel_cutovers=3)
+        for mid in ids[:2]:
+            self.converge(mid)
+        self.converge(ids[2])
+        longest = self.converge(ids[3])
+        # What the catch-up's end does: its own start, then the others'.
+        self.assertTrue(cutover_actions.start_in_turn(self.ctx, longest))
+        started = cutover_actions.start_waiting_members(self.ctx, longest)
+        # The longer first: vm2, then one of the two short ones.
+        self.assertEqual([ids[2], ids[0]], started)
+        self.assertEqual([states.CUTTING_OVER, states.READY_FOR_CUTOVER,
+                          states.CUTTING_OVER, states.CUTTING_OVER],
+                         self.member_states(w['id']))
+
+    def test_the_wait_is_bounded(self):
+        w, ids = self.long_wave(max_parallel_cutovers=1)
+        first = self.converge(ids[0], ago=121)
+        self.assertTrue(cutover_actions.start_in_turn(self.ctx, first))
+
+    def test_off_with_zero(self):
+        CONF.set_override('longest_cutover_first_wait', 0,
+                          group='conductor')
+        w, ids = self.long_wave(max_parallel_cutovers=1)
+        self.assertTrue(cutover_actions.start_in_turn(
+            self.ctx, self.converge(ids[0])))
+
+    def test_a_longer_member_that_waits_for_its_approval_holds_nothing(self):
+        w, ids = self.long_wave(max_parallel_cutovers=1)
+        for mid in ids[2:]:
+            db.update(self.ctx, 'migration', mid, {'cutover_approved': False})
+        self.assertTrue(cutover_actions.start_in_turn(
+            self.ctx, self.converge(ids[0])))
+
+    def test_the_sweeper_starts_the_longest_first(self):
+        w, ids = self.long_wave(max_parallel_cutovers=1)
+        for mid in ids:
+            self.converge(mid, ago=3600)
+        periodics.ready_for_cutover(self.sweeper, self.ctx)
+        self.assertEqual([states.READY_FOR_CUTOVER] * 3 +
+                         [states.CUTTING_OVER],
+                         self.member_states(w['id']))
+
+
 class TestPerServerCutovers(WaveTestCase):
 
     def test_a_rollback_leaves_the_others_be(self):

@@ -78,7 +78,9 @@ class ForecastTestCase(test_api.Fixture):
         self.patch('lsrp.rbd.Cluster', FakeCluster)
         self.preflight = self.patch('fedex_manager.preflight.check')
         self.nova = fakes.FakeService({'/servers/vm1': self.server('vm1')})
-        self.cloud = mock.Mock(server=lambda sid: self._get(sid))
+        self.cloud = mock.Mock(
+            server=lambda sid: self._get(sid),
+            diagnostics=lambda sid: self._get(sid, '/diagnostics'))
         self.patch('fedex_manager.api.handlers.migrations._cloud',
                    return_value=self.cloud)
 
@@ -94,8 +96,8 @@ class ForecastTestCase(test_api.Fixture):
                                           original_name='m1.mini'))
         return body
 
-    def _get(self, sid):
-        resp = self.nova.get('/servers/%s' % sid)
+    def _get(self, sid, tail=''):
+        resp = self.nova.get('/servers/%s%s' % (sid, tail))
         return resp.status_code, resp.json()
 
     def forecast(self, status=201, roles=test_api.MEMBER, **kw):
@@ -123,6 +125,29 @@ class TestOneServer(ForecastTestCase):
         self.assertEqual(plan['fedex'], shown['fedex'])
         self.assertEqual(1, self.call('GET', '/v1/plans', status=200)
                          .json['plans'][0]['vms'])
+
+    def test_the_memory_copied_is_what_the_guest_touched(self):
+        # Nova's diagnostics (libvirt's memory stats, KiB): QEMU holds
+        # 100 MiB of the flavor's 512; the copy sends those.
+        self.nova.table['/servers/vm1/diagnostics'] = {
+            'memory': 512 * 1024, 'memory-rss': 100 * 1024}
+        plan = self.forecast()
+        row, = plan['servers']
+        self.assertEqual(100 * MIB, row['memory_bytes'])
+        self.assertIn('512 MiB of memory (flavor m1.mini), 100 MiB of it '
+                      'ever touched by the guest', plan['assumes']['wan_bytes'])
+        wan = plan['wan']['wan_bytes']
+        self.assertLess(wan, (GIB + 100 * MIB) * 1.1)
+        # More than the flavor (QEMU's own memory): the flavor's.
+        self.nova.table['/servers/vm1/diagnostics']['memory-rss'] = \
+            600 * 1024
+        self.assertEqual(512 * MIB,
+                         self.forecast()['servers'][0]['memory_bytes'])
+        # Not a number (another driver): the flavor's, nothing said.
+        self.nova.table['/servers/vm1/diagnostics'] = {'cpu0_time': 1}
+        plan = self.forecast()
+        self.assertEqual(512 * MIB, plan['servers'][0]['memory_bytes'])
+        self.assertNotIn('touched', plan['assumes']['wan_bytes'])
 
     def test_pause_is_positive_and_the_model_s(self):
         plan = self.forecast()
