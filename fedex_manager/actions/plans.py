@@ -97,7 +97,7 @@ def _ceph_sizes(site, images, reasons):
     return out
 
 
-def _memory(cloud, server_id, notes, reasons):
+def _memory_and_host(cloud, server_id, notes, reasons):
     """The server's RAM in bytes and its compute host (None: unknown).
 
     From its Nova record, read as the migration's preflight reads it (the
@@ -355,7 +355,7 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
         sid = g['server_id']
         memory = 0
         if sid:
-            memory, host = _memory(cloud, sid, notes['memory'], reasons)
+            memory, host = _memory_and_host(cloud, sid, notes['memory'], reasons)
             hosts.append(host)
         allocated = provisioned = 0
         for spec in _image_names(g):
@@ -397,17 +397,21 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
         '([conductor] op_poll_interval).' % (
             _mib(opts_['threshold_bytes']), opts_['max_rounds'],
             _secs(overhead)))
+    stated = parallel
     parallel = hosts_allow(parallel, hosts,
                            conf.planner.live_migrations_per_host,
                            notes['cutover'], warnings)
+    bounded_by = ('max_parallel_cutovers, as a wave would' if
+                  parallel == stated else
+                  'what the hosts\' live_migrations_per_host allow')
     setup = planner.parse_duration(conf.planner.cutover_setup,
                                    'cutover_setup')
     notes['cutover'].append(
         'servers cut over %s, Nova\'s own steps %s each ([planner] '
         'cutover_setup)%s.' % (
             'one after another' if parallel == 1 else
-            '%d at a time (max_parallel_cutovers, as a wave would), the '
-            'memory copies running at once sharing the link' % parallel,
+            '%d at a time (%s), the memory copies running at once sharing '
+            'the link' % (parallel, bounded_by),
             _secs(setup), '; the wait for your approval is not '
             'counted' if opts_['cutover'] == 'approved' else ''))
     route = model.Route(

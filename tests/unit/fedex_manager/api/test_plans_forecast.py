@@ -352,8 +352,12 @@ class TestNovasQueue(FourServersCase):
 
     def test_hosts_and_their_bound_make_the_slots(self):
         self.on_hosts('a1', 'a1', 'a2', 'a2')
+        four = self.plan(max_parallel_cutovers=4)
         self.assertEqual(self.plan(max_parallel_cutovers=2)['fedex'],
-                         self.plan(max_parallel_cutovers=4)['fedex'])
+                         four['fedex'])
+        self.assertIn('Servers cut over 2 at a time (what the hosts\' '
+                      'live_migrations_per_host allow)',
+                      four['assumes']['total_time'])
         CONF.set_override('live_migrations_per_host', 4, 'planner')
         self.addCleanup(CONF.clear_override, 'live_migrations_per_host',
                         'planner')
