@@ -137,8 +137,9 @@ def _resident(cloud, server_id, ram):
     """The bytes of the guest's memory QEMU holds (None: not known).
 
     What the memory copy's first round sends, as nova_fedex measures it
-    before the cutover (libvirt's memory stats, ``rss``): a guest that
-    touched 80 MiB of its flavor's 256 sends about 80. Read from Nova's
+    before the cutover (libvirt's memory stats, ``rss``; QEMU's own
+    memory is in it too, a few tens of MiB under KVM, more under TCG, and
+    never more than the flavor's figure is counted). Read from Nova's
     server diagnostics (an admin API; a driver other than libvirt, a
     server not running or a policy that says no leave the flavor's
     figure).
