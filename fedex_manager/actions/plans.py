@@ -138,8 +138,8 @@ def _resident(cloud, server_id, ram):
 
     What the memory copy's first round sends, as nova_fedex measures it
     before the cutover (libvirt's memory stats, ``rss``; QEMU's own
-    memory is in it too, a few tens of MiB under KVM, more under TCG, and
-    never more than the flavor's figure is counted). Read from Nova's
+    memory is in it too, a few tens of MiB under KVM, more under TCG;
+    None when it is not less than the flavor's figure). Read from Nova's
     server diagnostics (an admin API; a driver other than libvirt, a
     server not running or a policy that says no leave the flavor's
     figure).
@@ -150,9 +150,9 @@ def _resident(cloud, server_id, ram):
         LOG.debug('server %s: no diagnostics: %s', server_id, e)
         return None
     rss = (body or {}).get('memory-rss') if status == 200 else None
-    if not isinstance(rss, (int, float)) or rss <= 0:
-        return None
-    return min(int(rss) * 1024, ram)
+    if not isinstance(rss, (int, float)) or not 0 < rss * 1024 < ram:
+        return None     # unknown, or no fewer pages than the flavor's
+    return int(rss) * 1024
 
 
 def hosts_allow(parallel, hosts, per_host, notes, warnings):

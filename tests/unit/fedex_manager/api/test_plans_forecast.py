@@ -141,8 +141,9 @@ class TestOneServer(ForecastTestCase):
         # More than the flavor (QEMU's own memory): the flavor's.
         self.nova.table['/servers/vm1/diagnostics']['memory-rss'] = \
             600 * 1024
-        self.assertEqual(512 * MIB,
-                         self.forecast()['servers'][0]['memory_bytes'])
+        plan = self.forecast()
+        self.assertEqual(512 * MIB, plan['servers'][0]['memory_bytes'])
+        self.assertNotIn('touched', plan['assumes']['wan_bytes'])
         # Not a number (another driver): the flavor's, nothing said.
         self.nova.table['/servers/vm1/diagnostics'] = {'cpu0_time': 1}
         plan = self.forecast()
