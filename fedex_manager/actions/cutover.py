@@ -199,8 +199,9 @@ def start_waiting_members(ctx, m):
 
     Also called when a member's cutover starts: members that left it
     their slot (``[conductor] longest_cutover_first_wait``) take the
-    slots still free. The sweeper starts them at its turn (``ready_for_cutover``), after its
-    other jobs: in the 8-server wave a freed slot waited 37-111 s for it
+    slots still free. The sweeper starts them at its turn
+    (``ready_for_cutover``), after its other jobs: in the 8-server wave a
+    freed slot waited 37-111 s for it
     (doc/source/manager.rst, "The eight-server wave"). Whoever records the
     end (fedex-api on nova_fedex's report, the conductor's read-back of
     Nova's records) starts them at once; the sweeper stays the safety

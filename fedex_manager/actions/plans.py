@@ -356,7 +356,8 @@ def request_forecast(ctx, body, servers, volumes, cloud=None,
         sid = g['server_id']
         memory = 0
         if sid:
-            memory, host = _memory_and_host(cloud, sid, notes['memory'], reasons)
+            memory, host = _memory_and_host(cloud, sid, notes['memory'],
+                                            reasons)
             hosts.append(host)
         allocated = provisioned = 0
         for spec in _image_names(g):
