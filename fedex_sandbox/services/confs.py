@@ -39,7 +39,12 @@ key_repository = {dir}/keystone/fernet-keys
 [credential]
 key_repository = {dir}/keystone/credential-keys
 [cache]
-enabled = false
+# Keystone's own cache, in its one process (a dict: nothing to run). Without
+# it each token validation read the user, project, roles and catalog from
+# MariaDB: 2 s on a quiet machine, 11-37 s (avg) during an eight-server wave,
+# and every 'openstack' command and every service call waits for one.
+enabled = true
+backend = oslo_cache.dict
 [identity]
 # bcrypt's lowest cost (default 12): each password check (a login, a
 # service's token) took 40 s at a load of 45 on 2 shared cores.
