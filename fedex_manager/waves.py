@@ -108,9 +108,12 @@ def cutover_reasons(ctx, m, will_start=None, hold_seconds=0):
                 math.ceil(hold_seconds - waited))]
 
 
-def by_length(ms):
-    """The members with the longest cutovers first (then oldest first)."""
-    return sorted(ms, key=length, reverse=True)
+def by_length(items, member=lambda m: m):
+    """The members with the longest cutovers first (then in given order).
+
+    ``member`` finds the migration in each item (for pairs and the like).
+    """
+    return sorted(items, key=lambda x: length(member(x)), reverse=True)
 
 
 def cutovers(ctx, m):

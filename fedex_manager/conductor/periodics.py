@@ -192,8 +192,7 @@ def ready_for_cutover(sweeper, ctx):
     The longest cutovers first (a wave's members with the most disks).
     """
     ready = list(sweeper.quiet(ctx, (states.READY_FOR_CUTOVER,)))
-    for m, age in sorted(ready, key=lambda x: waves.length(x[0]),
-                         reverse=True):
+    for m, age in waves.by_length(ready, member=lambda x: x[0]):
         if cutover_actions.starts_by_itself(m) and \
                 cutover_actions.start_in_turn(ctx, m):
             continue
