@@ -10,6 +10,7 @@ fast as the link carries): that is said with the figures, never looped on.
 
 import asyncio
 import collections
+import hashlib
 import time
 
 from oslo_log import log as logging
@@ -46,6 +47,20 @@ class _RoundLost(Exception):
 RoundReport = collections.namedtuple(
     'RoundReport', 'round snapshot changed_bytes wire_bytes seconds '
                    'dirty_rate wire_rate estimate resumes')
+
+
+def group_name(snapshot, disks):
+    """The group a round's disks commit ``snapshot`` in at the destination.
+
+    Named after its disks too: the migrations of a wave travel in one
+    shipment and name their rounds after it, so two of them take the same
+    snapshot names on their own disks at the same terminals, at the same
+    time. A group named after the snapshot alone mixed their commits (and
+    the group log a terminal keeps of each: a wave's catch-up failed with
+    BAD_STATE).
+    """
+    digest = hashlib.sha256('\n'.join(sorted(disks)).encode())
+    return '%s.%s' % (snapshot, digest.hexdigest()[:12])
 
 
 async def commit_group(client, group, disks, snapshot, phases=('commit',),
@@ -246,15 +261,16 @@ class CatchUp(object):
                                   self.limiter, self.compress,
                                   dedup=self.dedup)
                        for mine, spec in zip(clients, self.disks)]
+            group = group_name(snapshot, self.disks)
             results = await asyncio.gather(*[
                 sender.send(self.previous, snapshot, verify, mine[1:],
-                            group=snapshot)
+                            group=group)
                 for sender, mine in zip(senders, clients)],
                 return_exceptions=True)
             failures = [r for r in results if isinstance(r, BaseException)]
             if not failures:
                 # Snapshot N appears on every disk at once, or on none.
-                await commit_group(clients[0][0], snapshot, self.disks,
+                await commit_group(clients[0][0], group, self.disks,
                                    snapshot)
         except CONNECTION_LOST as e:
             failures.append(e)

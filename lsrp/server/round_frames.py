@@ -56,9 +56,14 @@ class RoundFrames(object):
         self.server.sessions.move(disk, frame.session,
                                   sessions_mod.REPLICATING)
         if offset >= body['size']:
-            # Snapshot N is here already: this round has nothing to do.
+            # Snapshot N is here already: this round has nothing to do. Or
+            # an attempt whose connection was lost applied and prepared it:
+            # it still waits for its group's commit (N is not taken yet).
+            waits = (shared.group is not None and
+                     getattr(sink, 'prepared', None) == body['snapshot'])
             self.server.sessions.move(disk, frame.session,
-                                      sessions_mod.COMPLETE)
+                                      sessions_mod.PREPARED if waits
+                                      else sessions_mod.COMPLETE)
         await self.conn.respond(frame, {'offset': offset})
 
     async def _checksum(self, frame, queued):

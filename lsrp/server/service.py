@@ -179,7 +179,7 @@ class TerminalServer(object):
         return shared
 
     async def take_over(self, old):
-        """A new session takes the round of ``old``: ``(sink, offset)``.
+        """A new session takes the round of ``old``: ``(sink, offset, group)``.
 
         A source whose connections broke may come back before this side
         noticed. Call it once the new session is open: the old session's
@@ -193,10 +193,13 @@ class TerminalServer(object):
         LOG.warning('%s of shipment %s: a new session takes the round from '
                     '%s over at offset %s', old.disk, old.shipment, old.peer,
                     offset)
-        return sink, offset or 0
+        return sink, offset or 0, old.group
 
     async def take_kept(self, disk, shipment):
-        """The kept round of ``disk``, as ``(sink, offset)``, or None."""
+        """The kept round of ``disk``, as ``(sink, offset, group)``, or None.
+
+        ``group``: the group commit its prepared round waits for, if any.
+        """
         if disk in self._dropping:
             await asyncio.gather(self._dropping[disk],
                                  return_exceptions=True)
@@ -208,7 +211,7 @@ class TerminalServer(object):
         if shared.shipment != shipment:
             await self._drop(shared, 'another shipment took the disk')
             return None
-        return shared.sink, offset
+        return shared.sink, offset, shared.group
 
     async def _handshake(self, writer):
         """TLS on a new connection; False (logged) if the peer is refused."""

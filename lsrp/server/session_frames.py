@@ -58,14 +58,16 @@ class SessionFrames(object):
             # Sessions of this disk held by other connections are now stale.
             if live is not None:
                 kept = await self.server.take_over(live)
+            group = None
             if kept:
-                sink, resume = kept
+                sink, resume, group = kept
             else:
                 sink = await self._in_thread(self._new_sink, entry, disk,
                                              shipment)
                 resume = 0
             shared = self.server.shared[session] = session_mod.SharedSession(
                 disk, sink, shipment, resume, self.peer)
+            shared.group = group
         shared.attach(self)
         self.sessions.add(session)
         size, snapshot = await self._in_thread(shared.sink.info)

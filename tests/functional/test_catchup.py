@@ -698,6 +698,42 @@ class TestGroupCommit(CatchUpTestCase):
         # Both disks back at N-1.
         self.assertEqual(seed, heads)
 
+    def test_a_commit_lost_with_its_connections_is_taken_by_the_next(self):
+        """The sources' connections lost between prepare and commit.
+
+        Each disk's round is kept; the engine's next attempt finds them
+        applied (offset = size) and still prepared: its commit takes N on
+        both. (Before: the resumed rounds were marked COMPLETE without N,
+        and the commit answered BAD_STATE, failing a wave's catch-up.)
+        """
+        specs, shipment = self.seeded_group(2, 16 * MiB)
+        for i, spec in enumerate(specs):
+            self.write(spec, count=6, seed=40 + i)
+            # Up to the last byte: the round is then acknowledged whole
+            # (kept at offset = size), as a wave's was.
+            with self.pool().open_image(spec.split('/')[1]) as img:
+                img.write(img.size() - 4096, os.urandom(4096))
+        self.pool().snapshot_images([s.split('/')[1] for s in specs], 'n1')
+
+        async def scenario():
+            async with self.serving() as server:
+                clients = await self.prepared(server.port, specs, shipment)
+                await self.request(clients[0], 'prepare', specs)
+                for client in clients:
+                    await client.close()
+                await asyncio.sleep(0.3)
+                clients = await self.prepared(server.port, specs, shipment)
+                try:
+                    await self.request(clients[0], 'commit', specs)
+                finally:
+                    for client in clients:
+                        await client.close()
+
+        self.run_async(scenario())
+        for spec in specs:
+            self.assertIn('n1', self.snapshots(spec))
+            self.assert_same(spec, 'n1')
+
     def test_commit_cut_short_by_a_kill_is_finished_at_restart(self):
         specs, shipment = self.seeded_group(2, 16 * MiB)
         for i, spec in enumerate(specs):

@@ -7,6 +7,7 @@ import testtools
 
 from lsrp import catchup
 from lsrp import exception
+from lsrp.server import names
 
 MB = 1000000
 
@@ -135,3 +136,23 @@ class TestMessagesNameTheSite(testtools.TestCase):
                               sender.send(catchup.AT_DESTINATION, 'r1'))
         self.assertIn('destination terminal terminal-b at 192.0.2.7:28301 '
                       'holds no snapshot of vms/d', str(e))
+
+
+class TestGroupName(testtools.TestCase):
+    """Two migrations of one shipment commit their rounds in two groups."""
+
+    def test_same_snapshot_other_disks_other_group(self):
+        one = catchup.group_name('fedex-3955a740-2-r1', ['vms/img-a'])
+        two = catchup.group_name('fedex-3955a740-2-r1',
+                                 ['vms/img-b', 'volumes/vol-b'])
+        self.assertNotEqual(one, two)
+        self.assertTrue(one.startswith('fedex-3955a740-2-r1.'))
+
+    def test_the_order_of_the_disks_does_not_matter(self):
+        self.assertEqual(catchup.group_name('s-r2', ['p/a', 'p/b']),
+                         catchup.group_name('s-r2', ['p/b', 'p/a']))
+
+    def test_a_terminal_takes_it_as_a_file_name(self):
+        group = catchup.group_name('fedex-%s-seed-r10' % ('9' * 8),
+                                   ['vms/%s_disk' % ('f' * 36)] * 3)
+        self.assertEqual(group, names.check('group', group))
