@@ -490,43 +490,49 @@ class TestSourceChanges(ShipmentTestCase):
 
 
 class TestPoolSpace(ShipmentTestCase):
-    """Destination pools that cannot hold the shipment (site-b 'volumes')."""
+    """Destination pools that cannot hold the shipment.
+
+    Each test has a pool of its own at site B: a quota on a shared pool
+    raced with the other tests writing to it (and a full one stalled them).
+    """
 
     def setUp(self):
         super().setUp()
-        self.addCleanup(self.set_quota, 0)
-        self.addCleanup(self._clean_volumes)
+        self.qpool = self.name('quota')
+        self.ceph_b('osd', 'pool', 'create', self.qpool, '8')
+        self.addCleanup(self.ceph_b, 'osd', 'pool', 'rm', self.qpool,
+                        self.qpool, '--yes-i-really-really-mean-it')
+        self.ceph_b('osd', 'pool', 'application', 'enable', self.qpool, 'rbd')
+        subprocess.run(['rbd', '-c', self.sandbox.site('site-b').conf, 'pool',
+                        'init', self.qpool], check=True, capture_output=True,
+                       timeout=120)
+
+    def ceph_b(self, *args):
+        subprocess.run(['ceph', '-c', self.sandbox.site('site-b').conf,
+                        *args], check=True, capture_output=True, timeout=120)
 
     def set_quota(self, max_bytes, full=None):
-        s = self.sandbox.site('site-b')
-        subprocess.run(['ceph', '-c', s.conf, 'osd', 'pool', 'set-quota',
-                        'volumes', 'max_bytes', str(max_bytes)], check=True,
-                       capture_output=True)
+        self.ceph_b('osd', 'pool', 'set-quota', self.qpool, 'max_bytes',
+                    str(max_bytes))
         deadline = time.monotonic() + 90
         while full is not None and time.monotonic() < deadline:
-            if self.sites['site-b'].pool_space('volumes')['full'] == full:
+            if self.sites['site-b'].pool_space(self.qpool)['full'] == full:
                 return
             time.sleep(0.5)
         if full is not None:
-            self.fail('pool volumes never became full=%s' % full)
-
-    def _clean_volumes(self):
-        for name in self.pool('site-b', 'volumes').list_images():
-            if name.startswith('img-'):
-                self._remove_image('site-b', 'volumes', name)
+            self.fail('pool %s never became full=%s' % (self.qpool, full))
 
     def test_space_is_checked_before_writing(self):
         image = self.random_image(24 * MiB)
         devs = self.devices()
         digest = self.seal(self.export([image], devs))
-        stored = self.sites['site-b'].pool_space('volumes')['stored']
-        self.set_quota(stored + 4 * MiB)
+        self.set_quota(4 * MiB)
         result = self.import_(devs, digest, extra=('--pool-map',
-                                                   'vms=volumes'))
+                                                   'vms=' + self.qpool))
         self.assertEqual(2, result.returncode, result.stderr)
-        self.assertIn('pool volumes', result.stderr)
+        self.assertIn('pool %s' % self.qpool, result.stderr)
         self.assertIn('MiB left', result.stderr)
-        self.assertEqual([], [n for n in self.pool('site-b', 'volumes')
+        self.assertEqual([], [n for n in self.pool('site-b', self.qpool)
                               .list_images() if n.startswith(image)])
 
     def test_pool_full_mid_import_then_resumed(self):
@@ -546,23 +552,24 @@ class TestPoolSpace(ShipmentTestCase):
                           *self.device_args(devs)))
         digest = self.seal(shipment)
         # Some data in the pool, and a quota below it: the pool is full.
-        volumes, filler = self.new_image(MiB, site='site-b', pool='volumes')
-        with volumes.open_image(filler) as img:
+        quota, filler = self.new_image(MiB, site='site-b', pool=self.qpool)
+        with quota.open_image(filler) as img:
             img.write(0, os.urandom(MiB))
         self.set_quota(1, full=True)
-        args = ('--pool-map', 'images=volumes', '--op-timeout', '5')
+        args = ('--pool-map', 'images=' + self.qpool, '--op-timeout', '5')
         result = self.import_(devs, digest,
                               extra=args + ('--skip-space-check',))
         self.assertEqual(2, result.returncode, result.stderr)
-        self.assertIn('pool volumes', result.stderr)
+        self.assertIn('pool %s' % self.qpool, result.stderr)
         self.assertIn('became full during the import', result.stderr)
         self.assertIn(first, self.pool('site-b').list_images())
-        self.assertNotIn(second, self.pool('site-b', 'volumes').list_images())
+        self.assertNotIn(second,
+                         self.pool('site-b', self.qpool).list_images())
         self.set_quota(0, full=False)
         self.ok(self.import_(devs, digest, extra=args))
         self.assertEqual(self.cli_sha256('site-a', 'images/%s@base' % second),
                          self.cli_sha256('site-b',
-                                         'volumes/%s@base' % second))
+                                         '%s/%s@base' % (self.qpool, second)))
         self.assert_same(first, ['base'])
 
 

@@ -57,8 +57,10 @@ def main(argv=None):
           flush=True)
     os.environ['FEDEX_SOAK_PARAMS'] = json.dumps(params)
     from tests.soak import runner
+    # In a suite, so that the case's setUpClass (the mini-cloud) runs.
+    suite = unittest.TestSuite([runner.SoakTestCase('run_soak')])
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(
-        runner.SoakTestCase('run_soak'))
+        suite)
     return 0 if result.wasSuccessful() else 1
 
 
