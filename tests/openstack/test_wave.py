@@ -126,6 +126,7 @@ class TestWave(nova_t.CutoverTestCase):
         22 minutes; the computes delete them side by side. Their volumes'
         clean-ups (registered before) run after this one: detached by then.
         """
+        began = time.monotonic()
         for sid in ids:
             self.openstack('server', 'delete', sid, gone_ok=True)
 
@@ -135,6 +136,8 @@ class TestWave(nova_t.CutoverTestCase):
                 'ID'))
             return not {s['ID'] for s in listed} & set(ids)
         self.dep.wait(gone, 900, 'the servers deleted', interval=3)
+        print('wave clean-up: %d servers deleted in %.0f s' % (
+            len(ids), time.monotonic() - began), flush=True)
 
     def volume(self, name):
         """An empty 1 GiB volume at site A (the guest writes its ring)."""
@@ -257,6 +260,7 @@ class TestWave(nova_t.CutoverTestCase):
         self.assertIn(BOGUS_HOST, failed['last_error'])
         self.assertIn('approve it again', failed['waiting'])
 
+        laps = [('cutovers', time.monotonic())]
         # Where each server runs now.
         for sid, host in zip(sids, (nova_t.SITE_B_HOST, nova_t.SITE_B_HOST,
                                     nova_t.SITE_A_HOST)):
@@ -264,6 +268,7 @@ class TestWave(nova_t.CutoverTestCase):
             self.assertEqual(('ACTIVE', host), (
                 shown_server['status'],
                 shown_server['OS-EXT-SRV-ATTR:host']), sid)
+        laps.append(('hosts', time.monotonic()))
         # Every guest still counting, no tick lost (the moved ones at B).
         for sid, site in zip(sids, ('site-b', 'site-b', 'site-a')):
             r = self.reader(site, '%s_disk' % sid)
@@ -275,6 +280,7 @@ class TestWave(nova_t.CutoverTestCase):
             self.pool('site-b', 'volumes').ioctx, 'volume-%s' % vid)
         vol_b.wait_advancing(ticks=20, timeout=120)
 
+        laps.append(('counters', time.monotonic()))
         # Bit-exact: A's final images against B's state at the resume.
         for sid, m in zip(sids[:2], ms[:2]):
             specs = ['vms/%s_disk' % sid] + (
@@ -286,6 +292,7 @@ class TestWave(nova_t.CutoverTestCase):
                     self.sandbox.site('site-b').export_sha256(
                         records.record_spec(spec, final)), spec)
 
+        laps.append(('exact', time.monotonic()))
         # The cutovers: the two that completed overlapped; never more
         # than two at once.
         spans = intervals(shown)
@@ -304,6 +311,11 @@ class TestWave(nova_t.CutoverTestCase):
         self.assertLessEqual(wave_bytes, 1.15 * alone,
                              'wave %d bytes, one server %d' % (
                                  wave_bytes, alone))
+        laps.append(('device bytes', time.monotonic()))
+        # Where the checks' time goes (CI's log keeps it).
+        print('wave checks: %s' % ', '.join(
+            '%s %.0f s' % (name, t - laps[i][1])
+            for i, (name, t) in enumerate(laps[1:])), flush=True)
         print('wave %s: 3 servers; boot %.0f s, to READY %.0f s, cutovers '
               '%.0f s, test %.0f s; device bytes %d (one server alone %d, '
               '%.3fx); cutovers %s' % (
