@@ -8,6 +8,7 @@ world), :func:`run_op` (start or find an operation on a terminal and wait
 for its end), and the look-ups and Nova locks several phases use.
 """
 
+from concurrent import futures
 import threading
 import time
 
@@ -304,6 +305,31 @@ def _op_exists(ctx, op_id):
         return db.get(ctx, 'operation', op_id)
     except exception.NotFound:
         return None
+
+
+# Nova's and Cinder's calls made for a wave's members at once (each member
+# costs about 2.5 s of API round trips: 20 s before an eight-server wave's
+# seed snapshot when made one after another). A few at a time, not all:
+# the APIs and the conductor's database pool are shared.
+MEMBERS_AT_ONCE = 4
+
+
+def for_each(fn, items, at_once=MEMBERS_AT_ONCE):
+    """``fn(item)`` for every item, a few at once, in threads.
+
+    Every call ends before this returns; then the first error (in the
+    items' order) is raised, so that a re-run finds each call done or not,
+    never one still running.
+    """
+    items = list(items)
+    if len(items) < 2:
+        for item in items:
+            fn(item)
+        return
+    with futures.ThreadPoolExecutor(min(at_once, len(items))) as pool:
+        done = [pool.submit(fn, item) for item in items]
+    for f in done:
+        f.result()
 
 
 def lock_servers(ctx, m):

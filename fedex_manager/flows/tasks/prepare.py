@@ -114,7 +114,9 @@ class Snapshot(Prepare):
         lead, members = _group(ctx, m)
         members = [x for x in members
                    if x['state'] in (states.REQUESTED, states.SNAPSHOTTING)]
-        for x in members:
+
+        def join(x):
+            """x joins the snapshot; Cinder and Nova told (a few at once)."""
             if x['id'] != m['id']:
                 common.advance(ctx, 'migration', x['id'], 'snapshot',
                                message='snapshot with the shipment group %s '
@@ -123,6 +125,7 @@ class Snapshot(Prepare):
             cinder.mark(x, db.get(ctx, 'site', x['source_site_id'])['name'],
                         db.get(ctx, 'site', x['dest_site_id'])['name'])
             common.lock_servers(ctx, x)
+        common.for_each(join, members)
         snap = common.seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],
