@@ -310,39 +310,67 @@ def _op_exists(ctx, op_id):
 # Nova's and Cinder's calls made for a wave's members at once (each member
 # costs about 2.5 s of API round trips: 20 s before an eight-server wave's
 # seed snapshot when made one after another). A few at a time, not all:
-# the APIs and the conductor's database pool are shared.
+# the APIs are shared.
 MEMBERS_AT_ONCE = 4
 
 
 def for_each(fn, items, at_once=MEMBERS_AT_ONCE):
-    """``fn(item)`` for every item, a few at once, in threads.
+    """``[(result, error)]`` of ``fn(item)`` for every item, in order.
 
-    Every call ends before this returns; then the first error (in the
-    items' order) is raised, so that a re-run finds each call done or not,
-    never one still running.
+    A few calls at once, in threads; every call has ended when this
+    returns. ``fn`` must not write the database: SQLite (a small
+    deployment's) refuses a second writer at once when a transaction that
+    read first wants to write; the caller records the results.
     """
     items = list(items)
+
+    def call(item):
+        try:
+            return fn(item), None
+        except Exception as e:   # noqa: handed to the caller, in order
+            return None, e
     if len(items) < 2:
-        for item in items:
-            fn(item)
-        return
+        return [call(item) for item in items]
     with futures.ThreadPoolExecutor(min(at_once, len(items))) as pool:
-        done = [pool.submit(fn, item) for item in items]
-    for f in done:
-        f.result()
+        return list(pool.map(call, items))
+
+
+def first_error(outcomes):
+    """Raise the first error of :func:`for_each`'s outcomes, if any."""
+    for _, error in outcomes:
+        if error is not None:
+            raise error
 
 
 def lock_servers(ctx, m):
     """Lock the migration's servers in Nova, naming it (with Nova only)."""
+    first_error(lock_members(ctx, [m]))
+
+
+def lock_members(ctx, members):
+    """Lock the servers of each migration of a group, a few at once.
+
+    Each migration whose servers were locked gets its event (what the
+    cleanup's unlock goes by), whatever the others' outcome; returns
+    :func:`for_each`'s ``[(result, error)]``, one per migration.
+    """
     if not nova_lock.enabled():
-        return
-    why = nova_lock.reason(m['id'], db.get(ctx, 'site',
-                                           m['dest_site_id'])['name'])
-    done = nova_lock.lock([s['server_id'] for s in m['servers']], why)
-    db.add_event(ctx, 'migration', m['id'], 'nova', 'servers locked in '
-                 'Nova: %s' % ', '.join('%s %s' % kv for kv in
-                                        sorted(done.items())),
-                 migration_id=m['id'], details={'locked_reason': why})
+        return [(None, None) for _ in members]
+    whys = [nova_lock.reason(x['id'], db.get(ctx, 'site',
+                                             x['dest_site_id'])['name'])
+            for x in members]
+    outcomes = for_each(
+        lambda xw: nova_lock.lock([s['server_id'] for s in xw[0]['servers']],
+                                  xw[1]),
+        list(zip(members, whys)))
+    for x, why, (done, error) in zip(members, whys, outcomes):
+        if error is None:
+            db.add_event(ctx, 'migration', x['id'], 'nova', 'servers '
+                         'locked in Nova: %s' % ', '.join(
+                             '%s %s' % kv for kv in sorted(done.items())),
+                         migration_id=x['id'],
+                         details={'locked_reason': why})
+    return outcomes
 
 
 def unlock_once(ctx, m):

@@ -114,18 +114,21 @@ class Snapshot(Prepare):
         lead, members = _group(ctx, m)
         members = [x for x in members
                    if x['state'] in (states.REQUESTED, states.SNAPSHOTTING)]
-
-        def join(x):
-            """x joins the snapshot; Cinder and Nova told (a few at once)."""
+        for x in members:
             if x['id'] != m['id']:
                 common.advance(ctx, 'migration', x['id'], 'snapshot',
                                message='snapshot with the shipment group %s '
                                '(leader %s)' % (shipments_mod.group_of(m), m['id']))
-            # Cinder refuses what would make the copies diverge from now.
-            cinder.mark(x, db.get(ctx, 'site', x['source_site_id'])['name'],
-                        db.get(ctx, 'site', x['dest_site_id'])['name'])
-            common.lock_servers(ctx, x)
-        common.for_each(join, members)
+        # Cinder refuses what would make the copies diverge from now, and
+        # Nova keeps users' actions off the servers: a wave's members are
+        # told a few at once (common.for_each).
+        site = {sid: db.get(ctx, 'site', sid)['name'] for sid in {
+            x[k] for x in members for k in ('source_site_id',
+                                            'dest_site_id')}}
+        common.first_error(common.for_each(
+            lambda x: cinder.mark(x, site[x['source_site_id']],
+                                  site[x['dest_site_id']]), members))
+        common.first_error(common.lock_members(ctx, members))
         snap = common.seed_snapshot(m)
         result = self.op(ctx, m, generation, m['source_terminal_id'],
                          'snapshot', '%s.snapshot' % m['id'],
