@@ -25,6 +25,7 @@ import time
 from oslo_log import log as logging
 
 from lsrp import catchup
+from lsrp import digest as digest_mod
 from lsrp import exception
 from lsrp.protocol import messages as m
 from lsrp.protocol import sender as sender_mod
@@ -120,6 +121,19 @@ class HeadSender(sender_mod.DiskSender):
             if handle is not None:
                 handle.close()
         self._image = self._pool = None
+
+
+class _Stopped(Exception):
+    """A source read given up: the comparison failed elsewhere."""
+
+
+def _until(pieces, stop, spec):
+    """``pieces`` until ``stop`` is set (then _Stopped)."""
+    for piece in pieces:
+        if stop is not None and stop.is_set():
+            raise _Stopped('reading %s stopped: the comparison failed' %
+                           spec)
+        yield piece
 
 
 class FinalDelta(object):
@@ -296,11 +310,24 @@ class FinalDelta(object):
 
     # --- after the resume --------------------------------------------------
 
-    def _digest_at_source(self, spec):
+    def _digest_at_source(self, spec, stop=None):
+        """A's whole image, read in this thread; ends early once ``stop``.
+
+        Stopped at its next chunk when the comparison has failed anyway:
+        its caller closes the cluster connection next, and a read still
+        running in librbd then crashed nova-compute (SIGSEGV, seen in the
+        chaos soak when the WAN was cut during the comparison).
+        """
         pool_name, name = spec.split('/', 1)
         with self.cluster.pool(pool_name) as pool:
             with pool.open_image(name, read_only=True) as image:
-                return image.digest(DIGEST)
+                pieces = image.iter_content()
+                try:
+                    return digest_mod.digest_pieces(
+                        _until(pieces, stop, spec), DIGEST)[0]
+                finally:
+                    # Its read-ahead ends before the image closes.
+                    pieces.close()
 
     async def _digest_at_destination(self, spec):
         client = await self.connect()
@@ -328,13 +355,31 @@ class FinalDelta(object):
         if self._loop is None:
             raise self._failed('not connected (open() was not called)')
 
-        async def both(spec):
-            return await asyncio.gather(
-                asyncio.to_thread(self._digest_at_source, spec),
-                self._digest_at_destination(spec))
+        stop = threading.Event()
 
         async def every():
-            return await asyncio.gather(*[both(s) for s in self.specs])
+            sources = [asyncio.ensure_future(asyncio.to_thread(
+                self._digest_at_source, spec, stop)) for spec in self.specs]
+            destinations = [asyncio.ensure_future(
+                self._digest_at_destination(spec)) for spec in self.specs]
+            # (Shielded: a thread cannot be cancelled; its task must stay
+            # to be waited for.)
+            shields = [asyncio.shield(t) for t in sources]
+            try:
+                digests = await asyncio.gather(*shields, *destinations)
+            except BaseException:
+                # A failure, or the caller's timeout (a cancel): the reads
+                # at A stop at their next chunk and are waited for (the
+                # connection they read through is closed after this); B's
+                # requests are dropped.
+                stop.set()
+                for task in destinations:
+                    task.cancel()
+                await asyncio.gather(*sources, *shields, *destinations,
+                                     return_exceptions=True)
+                raise
+            n = len(self.specs)
+            return list(zip(digests[:n], digests[n:]))
         results = self._run(every(), timeout)
         return [(spec, a, b) for spec, (a, b) in zip(self.specs, results)]
 

@@ -11,6 +11,7 @@ judged with ``rbd export | sha256sum``.
 
 import asyncio
 import json
+import os
 import socket
 from unittest import mock
 
@@ -127,6 +128,37 @@ class TestFinalDelta(test_catchup.CatchUpTestCase):
                 records.record_name(name, 'fedex-final')))
         e = self.assertRaises(exception.RemoteError, delta.compare, 60)
         self.assertIn('nor a complete record', str(e))
+
+    def test_a_failed_comparison_has_stopped_reading_at_a(self):
+        """B's terminal gone: A's reads have ended when compare() raises.
+
+        The compute closes the cluster connection right after; a read
+        still running in librbd then crashed nova-compute (SIGSEGV), when
+        the chaos soak cut the WAN during the comparison.
+        """
+        specs, shipment = self.seeded_group(1, 16 * MiB)
+        proc, port = self._serve()
+        delta = self._cut_over(port, specs, shipment)
+        # A's image grows (the guest runs at B now; this is only a long
+        # read at A): reading it whole takes far longer than the failure.
+        with self.pool().open_image(specs[0].split('/')[1]) as img:
+            img.resize(144 * MiB)
+            for off in range(16 * MiB, 144 * MiB, 4 * MiB):
+                img.write(off, os.urandom(4 * MiB))
+        proc.kill()
+        proc.wait()
+        reads = []
+        source_digest = delta._digest_at_source
+
+        def recorded(spec, *args):
+            reads.append(['reading', spec])
+            try:
+                return source_digest(spec, *args)
+            finally:
+                reads[-1][0] = 'ended'
+        delta._digest_at_source = recorded
+        e = self.assertRaises(exception.FedexException, delta.compare, 120)
+        self.assertEqual([['ended', specs[0]]], reads, e)
 
     def test_a_delta_beyond_the_journal_is_snapshotted_in_the_pause(self):
         specs, shipment = self.seeded_group(1, 16 * MiB)
