@@ -563,6 +563,42 @@ class SoakTestCase(cutover.CutoverTestCase):
                               t.migration_id, round(began - self.began, 1),
                               recovered, note)
 
+    def _supervise(self):
+        """What systemd does for a service that died on its own.
+
+        Between faults (a fault's own kill is recovered by its fault),
+        a nova-compute, the conductor or a terminal agent found dead
+        crashed by itself: a violation naming it and how it ended (a
+        signal is a crash of the product or of what it loads), then it is
+        started again, as ``Restart=on-failure`` would. Without this, one
+        crashed compute failed every later boot on its host.
+        """
+        dead = []
+        for h in self.cloud.hosts:
+            svc = h.nova_compute(h.init_pid())
+            if svc.pid() is None:
+                dead.append(('nova-compute of %s' % h.name, svc.start))
+        for name, start in (
+                (self.conductor_name,
+                 lambda: self.dep.start_conductor(self.conductor_name)),
+                (self.sandbox.terminal('site-a')[0],
+                 lambda: self.start_agent('site-a')),
+                (self.sandbox.terminal('site-b')[0],
+                 lambda: self.start_agent('site-b'))):
+            proc = self.dep.processes.get(name)
+            if proc is not None and not proc.alive():
+                dead.append((name, start))
+        for name, start in dead:
+            say('supervisor: %s died by itself; started again' % name)
+            self.report.violation(None, 'crash', '%s died by itself (no '
+                                  'fault took it down); started again' %
+                                  name)
+            try:
+                start()
+            except Exception as e:  # noqa: recorded
+                self.report.findings.append('%s could not be started '
+                                            'again: %s' % (name, e))
+
     # --- the run ---------------------------------------------------------------
 
     def soak(self, seed, migrations, faults, duration_min=None,
@@ -578,6 +614,7 @@ class SoakTestCase(cutover.CutoverTestCase):
         hard_deadline = self.began + (duration_min or 24 * 60) * 60
         pending_faults = list(plan.faults)
         waiting_since = None
+        supervised = self.began
         threads = []
         say('seed %s: %d migrations, %d faults: %s' % (
             seed, migrations, faults, ', '.join(
@@ -604,6 +641,9 @@ class SoakTestCase(cutover.CutoverTestCase):
                     'the run\'s duration ran out: %s' % [
                         t for t in self.tracks if t.status != 'checked'])
                 break
+            if now - supervised >= self.supervise_interval:
+                self._supervise()
+                supervised = now
             if pending_faults:
                 waiting_since = waiting_since or now
                 if not any(t.active or t.status in ('pending', 'starting')
@@ -647,6 +687,7 @@ class SoakTestCase(cutover.CutoverTestCase):
 
     # Tunables (the short form keeps the defaults).
     migration_timeout = 1200
+    supervise_interval = 15
     phase_wait = 90
     fault_gap = 5
 
