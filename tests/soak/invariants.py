@@ -24,6 +24,8 @@ ABORTED = 'ABORTED'
 # What an agent logs when it (re)starts an operation (fedex_manager/agent).
 STARTED_RE = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) .* '
                         r'(\S+): started (\S+) (\S+) \(attempt (\d+)\)')
+FAILED_RE = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) .* '
+                       r'(\S+): (\S+) (\S+) failed: ')
 
 
 def ring(site, pool, image, snap=None, advance=0, timeout=60):
@@ -235,14 +237,35 @@ def agent_starts(log_path):
     return out
 
 
-def check_ops_once(starts, kills, op_ids):
+def agent_failures(log_path):
+    """[(time, terminal, op_id)]: the operations an agent's log says failed.
+
+    The conductor runs a failed operation again under the same id (the
+    next attempt): that is a retry, not a second execution.
+    """
+    out = []
+    try:
+        with open(log_path, errors='replace') as f:
+            for line in f:
+                mt = FAILED_RE.match(line)
+                if mt:
+                    when = datetime.datetime.strptime(
+                        mt.group(1), '%Y-%m-%d %H:%M:%S.%f').timestamp()
+                    out.append((when, mt.group(2), mt.group(4)))
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def check_ops_once(starts, kills, op_ids, failures=()):
     """Each operation ran once per terminal life: no second execution.
 
     ``starts``: agent_starts() of both terminals; ``kills``: {terminal:
     [wall times it was killed]}; ``op_ids``: the migration's operations.
     A terminal starts an operation again only after it died running it
-    (its record says INTERRUPTED): two starts of one id with no kill of
-    that terminal between them is an operation executed twice.
+    (its record says INTERRUPTED) or after the operation failed there
+    (``failures``: agent_failures(), the conductor's retry): two starts of
+    one id with neither between them is an operation executed twice.
     """
     out = []
     per = {}
@@ -252,7 +275,9 @@ def check_ops_once(starts, kills, op_ids):
     for (term, op_id), runs in per.items():
         runs.sort()
         for (t0, kind, _), (t1, _, attempt) in zip(runs, runs[1:]):
-            if not any(t0 <= k <= t1 for k in kills.get(term, ())):
+            if not any(t0 <= k <= t1 for k in kills.get(term, ())) and \
+                    not any(t0 <= w <= t1 and (ft, fid) == (term, op_id)
+                            for w, ft, fid in failures):
                 out.append(('op-once', '%s %s started again at attempt %d '
                             'by %s with no crash of it in between' % (
                                 kind, op_id, attempt, term)))

@@ -427,11 +427,12 @@ class SoakTestCase(cutover.CutoverTestCase):
                 m['state'], t.reason)))
         ops = {o['id'] for o in db.list_(self.ctx, 'operation',
                                          {'migration_id': t.migration_id})}
-        starts = []
+        starts, failures = [], []
         for site in ('site-a', 'site-b'):
-            starts += invariants.agent_starts(os.path.join(
-                self.dep.work, 'agent-%s.log' % site))
-        v += invariants.check_ops_once(starts, self.kills, ops)
+            log = os.path.join(self.dep.work, 'agent-%s.log' % site)
+            starts += invariants.agent_starts(log)
+            failures += invariants.agent_failures(log)
+        v += invariants.check_ops_once(starts, self.kills, ops, failures)
         self._record(t, v)
 
     def _wait_state(self, t, wanted, timeout):
