@@ -356,10 +356,25 @@ class FinalDelta(object):
             raise self._failed('not connected (open() was not called)')
 
         stop = threading.Event()
+        reading = [0]
+        ended = threading.Condition()
+
+        def source(spec):
+            with ended:
+                if stop.is_set():
+                    raise _Stopped('reading %s not begun: the comparison '
+                                   'failed' % spec)
+                reading[0] += 1
+            try:
+                return self._digest_at_source(spec, stop)
+            finally:
+                with ended:
+                    reading[0] -= 1
+                    ended.notify_all()
 
         async def every():
-            sources = [asyncio.ensure_future(asyncio.to_thread(
-                self._digest_at_source, spec, stop)) for spec in self.specs]
+            sources = [asyncio.ensure_future(asyncio.to_thread(source, spec))
+                       for spec in self.specs]
             destinations = [asyncio.ensure_future(
                 self._digest_at_destination(spec)) for spec in self.specs]
             # (Shielded: a thread cannot be cancelled; its task must stay
@@ -380,7 +395,15 @@ class FinalDelta(object):
                 raise
             n = len(self.specs)
             return list(zip(digests[:n], digests[n:]))
-        results = self._run(every(), timeout)
+        try:
+            results = self._run(every(), timeout)
+        except BaseException:
+            # Also when the timeout cancelled every() before its own
+            # clean-up could wait: no read at A outlives this call.
+            stop.set()
+            with ended:
+                ended.wait_for(lambda: reading[0] == 0, 60)
+            raise
         return [(spec, a, b) for spec, (a, b) in zip(self.specs, results)]
 
     def apply(self, timeout):
