@@ -569,10 +569,9 @@ class SoakTestCase(cutover.CutoverTestCase):
 
         Between faults (a fault's own kill is recovered by its fault),
         a nova-compute, the conductor or a terminal agent found dead
-        crashed by itself: a violation naming it and how it ended (a
-        signal is a crash of the product or of what it loads), then it is
-        started again, as ``Restart=on-failure`` would. Without this, one
-        crashed compute failed every later boot on its host.
+        crashed by itself: a violation naming it (its log says the rest),
+        then it is started again, as ``Restart=on-failure`` would. Without
+        this, one crashed compute failed every later boot on its host.
         """
         dead = []
         for h in self.cloud.hosts:
