@@ -220,21 +220,25 @@ def check_nothing_at_b(sb, track, timeout=120):
         else []
 
 
-def agent_starts(log_path):
-    """[(time, terminal, kind, op_id, attempt)] an agent's log records."""
+def _log_matches(log_path, pattern):
+    """[(time, match)] of an agent log's lines that ``pattern`` matches."""
     out = []
     try:
         with open(log_path, errors='replace') as f:
             for line in f:
-                mt = STARTED_RE.match(line)
+                mt = pattern.match(line)
                 if mt:
-                    when = datetime.datetime.strptime(
-                        mt.group(1), '%Y-%m-%d %H:%M:%S.%f').timestamp()
-                    out.append((when, mt.group(2), mt.group(3),
-                                mt.group(4), int(mt.group(5))))
+                    out.append((datetime.datetime.strptime(
+                        mt.group(1), '%Y-%m-%d %H:%M:%S.%f').timestamp(), mt))
     except FileNotFoundError:
         pass
     return out
+
+
+def agent_starts(log_path):
+    """[(time, terminal, kind, op_id, attempt)] an agent's log records."""
+    return [(when, mt.group(2), mt.group(3), mt.group(4), int(mt.group(5)))
+            for when, mt in _log_matches(log_path, STARTED_RE)]
 
 
 def agent_failures(log_path):
@@ -243,18 +247,8 @@ def agent_failures(log_path):
     The conductor runs a failed operation again under the same id (the
     next attempt): that is a retry, not a second execution.
     """
-    out = []
-    try:
-        with open(log_path, errors='replace') as f:
-            for line in f:
-                mt = FAILED_RE.match(line)
-                if mt:
-                    when = datetime.datetime.strptime(
-                        mt.group(1), '%Y-%m-%d %H:%M:%S.%f').timestamp()
-                    out.append((when, mt.group(2), mt.group(4)))
-    except FileNotFoundError:
-        pass
-    return out
+    return [(when, mt.group(2), mt.group(4))
+            for when, mt in _log_matches(log_path, FAILED_RE)]
 
 
 def check_ops_once(starts, kills, op_ids, failures=()):
