@@ -377,20 +377,16 @@ class FinalDelta(object):
                        for spec in self.specs]
             destinations = [asyncio.ensure_future(
                 self._digest_at_destination(spec)) for spec in self.specs]
-            # (Shielded: a thread cannot be cancelled; its task must stay
-            # to be waited for.)
-            shields = [asyncio.shield(t) for t in sources]
             try:
-                digests = await asyncio.gather(*shields, *destinations)
+                digests = await asyncio.gather(*sources, *destinations)
             except BaseException:
-                # A failure, or the caller's timeout (a cancel): the reads
-                # at A stop at their next chunk and are waited for (the
-                # connection they read through is closed after this); B's
-                # requests are dropped.
+                # The reads at A stop at their next chunk (the caller waits
+                # for them: a thread cannot be cancelled); B's requests are
+                # dropped, and every outcome is collected here.
                 stop.set()
                 for task in destinations:
                     task.cancel()
-                await asyncio.gather(*sources, *shields, *destinations,
+                await asyncio.gather(*sources, *destinations,
                                      return_exceptions=True)
                 raise
             n = len(self.specs)
@@ -398,8 +394,8 @@ class FinalDelta(object):
         try:
             results = self._run(every(), timeout)
         except BaseException:
-            # Also when the timeout cancelled every() before its own
-            # clean-up could wait: no read at A outlives this call.
+            # A failure or the timeout: no read at A outlives this call
+            # (the connection it reads through is closed after it).
             stop.set()
             with ended:
                 ended.wait_for(lambda: reading[0] == 0, 60)
