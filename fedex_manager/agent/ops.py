@@ -313,16 +313,7 @@ def remove_snapshots(terminal, params, progress):
         pool, name = spec.split('/', 1)
         try:
             with cluster.pool(pool) as p:
-                removed += records.remove(p, name, prefixes=prefixes)
-                with p.open_image(name) as img:
-                    for snap in img.list_snapshots():
-                        if snap.namespace != 'user' or \
-                                not snap.name.startswith(prefixes):
-                            continue
-                        if snap.protected:
-                            img.unprotect_snapshot(snap.name)
-                        img.remove_snapshot(snap.name)
-                        removed.append('%s@%s' % (spec, snap.name))
+                removed += records.remove_with_snapshots(p, name, prefixes)
         except exception.ImageNotFound:
             continue
     return {'removed': removed}

@@ -155,6 +155,29 @@ def remove(pool, name, snapshot=None, prefixes=None):
     return removed
 
 
+def remove_with_snapshots(pool, name, prefixes):
+    """Remove ``name``'s records and snapshots named with ``prefixes``.
+
+    The records first: they are clones of these snapshots (protected, so
+    unprotected before their removal). Returns what was removed; an image
+    that is gone has nothing left to remove.
+    """
+    removed = remove(pool, name, prefixes=prefixes)
+    try:
+        with pool.open_image(name) as image:
+            for snap in image.list_snapshots():
+                if snap.namespace != 'user' or \
+                        not snap.name.startswith(tuple(prefixes)):
+                    continue
+                if snap.protected:
+                    image.unprotect_snapshot(snap.name)
+                image.remove_snapshot(snap.name)
+                removed.append('%s/%s@%s' % (pool.name, name, snap.name))
+    except exception.ImageNotFound:
+        pass
+    return removed
+
+
 def recover(cluster, disks, snapshot):
     """A terminal killed while writing records: remove the unfinished."""
     for spec in disks:

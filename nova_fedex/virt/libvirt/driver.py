@@ -27,6 +27,7 @@ import threading
 import time
 
 from nova.compute import power_state
+from nova.compute import task_states
 from nova.compute import utils as compute_utils
 from nova.compute import vm_states
 import nova.conf
@@ -42,6 +43,7 @@ from nova_fedex import conf as fedex_conf
 from nova_fedex import final_delta
 from nova_fedex import manager_client
 from nova_fedex.virt.libvirt import convergence
+from nova_fedex.virt.libvirt import leftovers
 from nova_fedex.virt.libvirt import rbd_xml
 
 CONF = nova.conf.CONF
@@ -288,16 +290,23 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         """The host to reach a terminal at for the final delta."""
         return (CONF.fedex.terminal_hosts or {}).get(host, host)
 
+    def _fedex_cluster(self):
+        """This site's Ceph cluster, connected, as Nova's rbd user."""
+        from lsrp.rbd import cluster as cluster_mod
+
+        cluster = cluster_mod.Cluster(
+            CONF.libvirt.images_rbd_ceph_conf,
+            keyring=CONF.fedex.ceph_keyring,
+            client=CONF.libvirt.rbd_user or 'admin', site=self._fedex_site())
+        cluster.connect()
+        return cluster
+
     def _fedex_final_delta(self, plan):
         """A FinalDelta for ``plan``, from this compute's configuration."""
-        from lsrp.rbd import cluster as cluster_mod
         from lsrp import tls
 
         conf = CONF.fedex
-        cluster = cluster_mod.Cluster(
-            CONF.libvirt.images_rbd_ceph_conf, keyring=conf.ceph_keyring,
-            client=CONF.libvirt.rbd_user or 'admin', site=self._fedex_site())
-        cluster.connect()
+        cluster = self._fedex_cluster()
         ctx = tls.client_context(conf.tls_ca, conf.tls_cert, conf.tls_key)
         terminal = plan.terminal
         name = conf.terminal_name or CONF.host
@@ -320,6 +329,36 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             describe=(terminal.server_name, plan.server_id))
         delta.owned_cluster = cluster
         return delta
+
+    # --- a migrated server deleted ----------------------------------------
+
+    def _cleanup_rbd(self, instance):
+        """Nova's removal of the disks, once FedEx's copies are off them.
+
+        See :mod:`nova_fedex.virt.libvirt.leftovers`. Not on a resize
+        revert, whose root disk Nova keeps.
+        """
+        if self._fedex_site() and \
+                instance.task_state != task_states.RESIZE_REVERTING:
+            self._fedex_release_disks(instance)
+        super()._cleanup_rbd(instance)
+
+    def _fedex_release_disks(self, instance):
+        try:
+            cluster = self._fedex_cluster()
+            try:
+                with cluster.pool(CONF.libvirt.images_rbd_pool) as pool:
+                    removed = leftovers.release(pool, instance.uuid)
+            finally:
+                cluster.close()
+            if removed:
+                LOG.info('FedEx: removed %s (a migration keeps them until '
+                         'its cleanup) so that Nova can remove the disks',
+                         ', '.join(removed), instance=instance)
+        except Exception as e:     # never stops a delete
+            LOG.warning('FedEx: the snapshots and records of a migration '
+                        'on the disks were not removed (%s): Nova may fail '
+                        'to remove the disks', e, instance=instance)
 
     # --- helpers -------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from lsrp import exception
 from nova_fedex.cmd import compute as fedex_compute
 from nova_fedex.scheduler import filters as site_filter
 from nova_fedex.virt.libvirt import driver as fedex_driver
+from nova_fedex.virt.libvirt import leftovers
 from nova_fedex.virt.libvirt import rbd_xml
 from tests.drivers.nova import fakes
 
@@ -281,6 +282,23 @@ class TestCutover(CutoverTestBase):
                           'delta_applied', 'resumed', 'completed',
                           'final_state_checked'],
                          self.wait_for_events(6))
+        # Deleted at B within the retention: FedEx's snapshots and records
+        # on its disks go first, then Nova removes the disks (which it
+        # could not with them there: nova_fedex.virt.libvirt.leftovers).
+        order = mock.Mock()
+        order.release.return_value = ['vms-b/%s_disk@fedex-1-seed' % (
+            self.server['id'])]
+        cluster = mock.MagicMock()
+        self.dest.driver._fedex_cluster = lambda: cluster
+        order.attach_mock(self.rbd.cleanup_volumes, 'cleanup_volumes')
+        with mock.patch.object(leftovers, 'release', order.release):
+            self._delete_server(server)
+        self.assertEqual(['release', 'cleanup_volumes'],
+                         [c[0] for c in order.mock_calls])
+        order.release.assert_called_once_with(
+            cluster.pool.return_value.__enter__.return_value,
+            self.server['id'])
+        cluster.close.assert_called_once_with()
 
     def test_a_failing_warm_up_check_does_not_stop_the_cutover(self):
         """The source check made before the copy is only a warm-up."""
