@@ -3,7 +3,8 @@
 The sandbox's mini-cloud serves it on its port +281
 (:mod:`fedex_sandbox.services.horizon` starts it with the cloud):
 ``python -m fedex_sandbox.horizon.horizon serve --dir D --port P
---keystone URL`` links the static files under D/static once, then becomes
+--keystone URL`` links the static files under D/static once, compresses
+the pages' CSS and JavaScript offline (as deployments do), then becomes
 uwsgi (the same pid, in the foreground). It runs in the Python environment
 that has Horizon (``.venv-openstack``, made by ``tools/install.sh
 --openstack``).
@@ -70,10 +71,20 @@ class Horizon(object):
                        check=True)
         open(marker, 'w').close()
 
+    def compress(self):
+        """Compile and compress the pages' CSS and JavaScript, offline.
+
+        At every start, not once: a changed template or SCSS file of the
+        plugin is then served as it is now.
+        """
+        subprocess.run([self.python, '-m', 'django', 'compress', '--force',
+                        '-v', '0'], env=self.env, check=True)
+
     def serve(self):
         """Become uwsgi serving Horizon (does not return)."""
         os.makedirs(self.dir, exist_ok=True)
         self.collect_static()
+        self.compress()
         argv = self.argv()
         os.execve(argv[0], argv, self.env)
 
