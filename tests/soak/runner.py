@@ -248,9 +248,35 @@ class SoakTestCase(cutover.CutoverTestCase):
             time.sleep(3)
         raise AssertionError('volume %s not %s' % (t.volume_id, status))
 
+    _slots_lock = threading.Lock()
+
+    def _blank_devices(self, count=3, timeout=180):
+        """``count`` new blank devices at A, registered: a seed's.
+
+        New ones for each migration (wiped ones stay at B here), and
+        waited for: the terminal registers a device at its next scan, and
+        a create before that is refused ("no blank device").
+        """
+        with self._slots_lock:
+            slots = self.dep.slots_dir('site-a')
+            empty = [d for d in os.listdir(slots) if not os.listdir(
+                os.path.join(slots, d))] if os.path.isdir(slots) else []
+            new = set(self.dep.make_slots('site-a', len(empty) + count)) - \
+                set(empty)
+        deadline = time.monotonic() + timeout
+        while True:
+            blank = {d['serial'] for d in db.list_(self.ctx, 'device', {
+                'state': states.D_BLANK}) if d['serial'] in new}
+            if blank == new:
+                return sorted(new)
+            if time.monotonic() > deadline:
+                raise AssertionError('devices %s not registered BLANK at '
+                                     'site-a after %d s' % (
+                                         sorted(new - blank), timeout))
+            time.sleep(1)
+
     def _create(self, t):
-        # Blank devices at A for its seed (wiped ones stay at B here).
-        self.dep.make_slots('site-a', 3)
+        self._blank_devices()
         if t.index % 2 == 0:
             m = self.openstack('fedex', 'migration', 'create', '--server',
                                t.server_id, '--host', t.dest_host,
