@@ -439,6 +439,11 @@ class SoakTestCase(cutover.CutoverTestCase):
         t.final_state = m['state']
         user_broke_guest = t.server_gone or t.server_stopped
         if m['state'] == states.COMPLETED:
+            # B's record of the state at the resume is written after the
+            # resume (30 s after it once, with B's OSD stopped): read once
+            # nova_fedex has compared it, as the cleanup waits to remove
+            # it (an export before said "error setting snapshot context").
+            self._wait_final_state(t, m)
             v += invariants.check_disks_equal(self.sandbox, m)
             if not user_broke_guest:
                 v += invariants.check_counter_completed(self.sandbox, t, m)
@@ -460,6 +465,12 @@ class SoakTestCase(cutover.CutoverTestCase):
             failures += invariants.agent_failures(log)
         v += invariants.check_ops_once(starts, self.kills, ops, failures)
         self._record(t, v)
+
+    def _wait_final_state(self, t, m, timeout=1200):
+        deadline = time.monotonic() + timeout
+        while cutover_actions.final_state_pending(self.ctx, m) and \
+                time.monotonic() < deadline:
+            time.sleep(3)
 
     def _wait_state(self, t, wanted, timeout):
         deadline = time.monotonic() + timeout
