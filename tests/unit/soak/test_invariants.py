@@ -1,7 +1,8 @@
-"""The soak's "no operation executed twice" check, from agents' logs."""
+"""The soak's checks: no operation executed twice, the user's stop."""
 
 import os
 import tempfile
+from unittest import mock
 
 import testtools
 
@@ -48,3 +49,28 @@ class TestOpsOnce(testtools.TestCase):
         killed = starts[-1][0] - 1
         self.assertEqual([], invariants.check_ops_once(
             starts, {'terminal-site-a': [killed]}, {'m1.export'}))
+
+
+class TestStopTookEffect(testtools.TestCase):
+
+    def env(self, events):
+        env = mock.Mock()
+        env.openstack.return_value = events
+        return env
+
+    def test_a_stop_nova_failed_leaves_the_server_active(self):
+        track = mock.Mock(server_id='s1')
+        self.assertFalse(invariants.stop_took_effect(self.env([
+            {'Action': 'create', 'Start Time': '2026-11-28T23:23:40',
+             'Message': None},
+            {'Action': 'stop', 'Start Time': '2026-11-28T23:26:38',
+             'Message': 'Error'}]), track))
+
+    def test_the_last_stop_counts(self):
+        track = mock.Mock(server_id='s1')
+        self.assertTrue(invariants.stop_took_effect(self.env([
+            {'Action': 'stop', 'Start Time': '2026-11-28T23:30:00',
+             'Message': None},
+            {'Action': 'stop', 'Start Time': '2026-11-28T23:26:38',
+             'Message': 'Error'}]), track))
+        self.assertFalse(invariants.stop_took_effect(self.env([]), track))
