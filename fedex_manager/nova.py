@@ -61,6 +61,26 @@ def live_migrate(server_id, host, conf=CONF):
     return resp.headers.get('x-openstack-request-id')
 
 
+# Nova's power_state of a running guest.
+RUNNING = 1
+
+
+def reset_to_active(server_id, conf=CONF):
+    """Nova's ``os-resetState`` to active: its record only, not the guest.
+
+    For a server Nova set to ERROR because the live migration the manager
+    asked for failed, whose guest runs on where it was.
+    """
+    resp = _adapter(conf).post(
+        '/servers/%s/action' % server_id, raise_exc=False,
+        json={'os-resetState': {'state': 'active'}})
+    if resp.status_code != 202:
+        raise exception.ManagerError(
+            reason='Nova answered the reset of server %s to ACTIVE with '
+                   'HTTP %d %s' % (server_id, resp.status_code,
+                                   _nova_message(resp)))
+
+
 def _nova_message(resp):
     """The message of a Nova error body ({"badRequest": {"message": ..}})."""
     try:
@@ -113,6 +133,7 @@ def live_migration_outcome(server_id, request_id=None, since=None,
     out = {'status': status, 'host': server.get('OS-EXT-SRV-ATTR:host'),
            'server_status': server.get('status'),
            'task_state': server.get('OS-EXT-STS:task_state'),
+           'power_state': server.get('OS-EXT-STS:power_state'),
            'migration': migrations[0]['id'] if migrations else None,
            'ended': None, 'reason': None}
     if status in ENDED_OK:

@@ -183,6 +183,37 @@ def _reports_said(reports):
     return 'nova_fedex reported %s, not the end' % said
 
 
+def _undo_nova_error(ctx, m, server_id, outcome):
+    """ACTIVE again, a server Nova left in ERROR for our failed request.
+
+    Nova sets a server to ERROR when a live migration fails in a way it
+    did not expect (seen in the soak: placement's database restarting as
+    the pre-checks failed, "ConsumerAllocationRetrievalFailed"), though
+    its guest runs on at the source, untouched. The migration rolls back
+    and leaves the server as it found it: only when Nova reports the
+    guest running, at a host other than the destination, with no task.
+    """
+    if not (outcome['server_status'] == 'ERROR' and
+            outcome['task_state'] is None and
+            outcome.get('power_state') == nova.RUNNING and
+            outcome['host'] and outcome['host'] != m['dest_host']):
+        return
+    try:
+        nova.reset_to_active(server_id)
+    except exception.FedexException as e:
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     'server %s is in ERROR in Nova after the failed live '
+                     'migration, its guest running on %s; not reset to '
+                     'ACTIVE: %s' % (server_id, outcome['host'], e),
+                     migration_id=m['id'])
+        return
+    db.add_event(ctx, 'migration', m['id'], 'cutover',
+                 'server %s reset to ACTIVE: Nova set it to ERROR for the '
+                 'failed live migration, its guest running on %s'
+                 % (server_id, outcome['host']), migration_id=m['id'],
+                 details={'server_id': server_id})
+
+
 def reconcile_nova_cutover(ctx, m):
     """A CUTTING_OVER migration nobody ended: read Nova's records back.
 
@@ -251,6 +282,8 @@ def reconcile_nova_cutover(ctx, m):
                           o['host'],
                           ': %s' % o['reason'] if o['reason'] else '')
             for sid, o in sorted(outcomes.items()))
+        for sid, o in sorted(outcomes.items()):
+            _undo_nova_error(ctx, m, sid, o)
         cutover_actions.migration_cutover_finish(ctx, m['id'], success=False,
                                                  reason=reason)
         return 'rolled_back'

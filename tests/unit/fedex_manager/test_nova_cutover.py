@@ -200,6 +200,43 @@ class TestReadBack(NovaCutoverTestCase):
                       '(status error, server ACTIVE on a1)', m['last_error'])
         self.assertIn('does not say which site', m['last_error'])
 
+    def test_a_server_nova_left_in_error_is_active_again(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.fail('error', 'ConsumerAllocationRetrievalFailed')
+        self.nova.server.update({'status': 'ERROR',
+                                 'OS-EXT-STS:power_state': 1})
+        self.nova.posted = []
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-resetState': {'state': 'active'}})],
+                         self.nova.posted)
+        self.assertIn('server vm0 reset to ACTIVE: Nova set it to ERROR for '
+                      'the failed live migration, its guest running on a1',
+                      self.messages(m))
+
+    def test_an_error_without_a_running_guest_is_left_alone(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.fail('error', 'the guest crashed')
+        self.nova.server.update({'status': 'ERROR',
+                                 'OS-EXT-STS:power_state': 4})
+        self.nova.posted = []
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual([], self.nova.posted)
+
+    def test_a_refused_reset_is_said(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.fail('error', 'ConsumerAllocationRetrievalFailed')
+        self.nova.server.update({'status': 'ERROR',
+                                 'OS-EXT-STS:power_state': 1})
+        self.nova.migrate = FakeResponse(403, {'forbidden': {
+            'message': 'Policy does not allow os-resetState'}})
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertTrue(any('not reset to ACTIVE' in t and 'Policy' in t
+                            for t in self.messages(m)), self.messages(m))
+
     def test_completed_in_nova_completes(self):
         m = self.cutting_over(self.ready_migration())
         self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'b1',
