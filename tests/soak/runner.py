@@ -258,11 +258,10 @@ class SoakTestCase(cutover.CutoverTestCase):
         a create before that is refused ("no blank device").
         """
         with self._slots_lock:
-            slots = self.dep.slots_dir('site-a')
-            empty = [d for d in os.listdir(slots) if not os.listdir(
-                os.path.join(slots, d))] if os.path.isdir(slots) else []
+            # make_slots returns the empty slots there are, then makes more.
+            empty = set(self.dep.make_slots('site-a', 0))
             new = set(self.dep.make_slots('site-a', len(empty) + count)) - \
-                set(empty)
+                empty
         deadline = time.monotonic() + timeout
         while True:
             blank = {d['serial'] for d in db.list_(self.ctx, 'device', {
@@ -443,7 +442,7 @@ class SoakTestCase(cutover.CutoverTestCase):
             # resume (30 s after it once, with B's OSD stopped): read once
             # nova_fedex has compared it, as the cleanup waits to remove
             # it (an export before said "error setting snapshot context").
-            self._wait_final_state(t, m)
+            self._wait_final_state(m)
             v += invariants.check_disks_equal(self.sandbox, m)
             if not user_broke_guest:
                 v += invariants.check_counter_completed(self.sandbox, t, m)
@@ -466,7 +465,7 @@ class SoakTestCase(cutover.CutoverTestCase):
         v += invariants.check_ops_once(starts, self.kills, ops, failures)
         self._record(t, v)
 
-    def _wait_final_state(self, t, m, timeout=1200):
+    def _wait_final_state(self, m, timeout=1200):
         deadline = time.monotonic() + timeout
         while cutover_actions.final_state_pending(self.ctx, m) and \
                 time.monotonic() < deadline:
