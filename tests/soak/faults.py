@@ -317,7 +317,10 @@ class UserDeleteServer(UserFault):
 
     def inject(self):
         self.target.server_gone = True
-        return self.cli('server', 'delete', self.target.server_id)
+        note = self.cli('server', 'delete', self.target.server_id)
+        if self.target.user_acts[-1][1] == 0:
+            self.env.watch_abort(self.target)
+        return note
 
 
 class UserStopServer(UserFault):

@@ -35,6 +35,9 @@ class Report(object):
         self.outcomes = []      # dicts, see add_outcome
         self.violations = []    # dicts: migration, invariant, detail
         self.findings = []      # product problems seen (text), not papered
+        # Seconds from a server's delete (Nova took it) to its migration's
+        # abort, one per deleted server (SoakTestCase.watch_abort).
+        self.abort_latencies = []
         self.wall_seconds = None
 
     def add_fault(self, index, kind, planned_phase, phase, migration,
@@ -123,6 +126,11 @@ class Report(object):
         out += ['Time to recover (seconds from the fault to the service '
                 'answering again and both terminals UP):', '',
                 rst_table(['fault', 'n', 'median', 'max'], rows), '']
+        if self.abort_latencies:
+            out += ['Servers deleted by their user: each migration aborted '
+                    '%s s after Nova took the delete (the bound: 10 s).' % (
+                        ', '.join('%.1f' % a for a in self.abort_latencies)),
+                    '']
         rows = [[o['index'], (o['migration'] or '-')[:8],
                  'yes' if o['with_volume'] else 'no', o['outcome'],
                  o['state'], '%.0f' % o['seconds']
@@ -154,4 +162,5 @@ class Report(object):
                 'wall_seconds': self.wall_seconds, 'faults': self.faults,
                 'outcomes': self.outcomes, 'violations': self.violations,
                 'findings': self.findings,
+                'abort_latencies': self.abort_latencies,
                 'plan': self.plan.as_dict() if self.plan else None}

@@ -77,6 +77,9 @@ class Track(object):
         self.server_gone = self.server_stopped = False
         self.volume_detached = self.abort_asked = False
         self.user_at = None
+        # A deleted server: seconds from Nova's acceptance of the delete
+        # to the migration's abort (ABORTING or ABORTED), see watch_abort.
+        self.abort_after = None
         self.error = None
 
     @property
@@ -339,6 +342,9 @@ class SoakTestCase(cutover.CutoverTestCase):
                 if t.user_at is not None and state == states.ABORTED:
                     t.reason = 'ended %.1f s after the user\'s act' % (
                         time.monotonic() - t.user_at)
+                    if t.abort_after is not None:
+                        t.reason += ' (aborted %.1f s after Nova took ' \
+                            'the delete)' % t.abort_after
                 return
             if state == states.READY_FOR_CUTOVER:
                 ready_since = ready_since or time.monotonic()
@@ -531,6 +537,34 @@ class SoakTestCase(cutover.CutoverTestCase):
                 except Exception:   # noqa: MariaDB restarting
                     pass
         return out
+
+    def watch_abort(self, t, timeout=120):
+        """Time the abort of ``t`` from now (Nova took its delete).
+
+        The issue's bound is on this: the migration of a deleted server
+        aborted (ABORTING, its clean-up under way, or ABORTED) within 10 s
+        of the delete; the clean-up after it may wait for a terminal or a
+        cluster a fault holds. Polled every 0.2 s in a thread of its own.
+        """
+        began = time.monotonic()
+
+        def watch():
+            while time.monotonic() - began < timeout:
+                try:
+                    state = db.get(self.ctx, 'migration',
+                                   t.migration_id)['state']
+                except Exception:   # noqa: MariaDB restarting
+                    state = None
+                if state in (states.ABORTING, states.ABORTED):
+                    t.abort_after = round(time.monotonic() - began, 1)
+                    say('migration %d: aborted %.1f s after its server\'s '
+                        'delete' % (t.index, t.abort_after))
+                    self.report.abort_latencies.append(t.abort_after)
+                    return
+                if state in FINAL:
+                    return
+                time.sleep(0.2)
+        threading.Thread(target=watch, daemon=True).start()
 
     def _eligible(self, f, t):
         if f.is_user:

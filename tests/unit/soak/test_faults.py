@@ -54,3 +54,28 @@ class TestKillLibvirtd(testtools.TestCase):
         self.assertFalse(fault.healthy())
         self.source.libvirtd_pid.return_value = 4300
         self.assertTrue(fault.healthy())
+
+
+class TestUserDeleteServer(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.env = mock.Mock()
+        self.target = mock.Mock(server_id='s-1', user_acts=[])
+
+    def answer(self, rc):
+        self.env.openstack_proc.return_value = mock.Mock(
+            returncode=rc, stdout='', stderr='' if rc == 0 else 'No Server')
+
+    def test_the_abort_is_timed_from_an_accepted_delete(self):
+        self.answer(0)
+        faults.UserDeleteServer(self.env, self.target).inject()
+        self.env.openstack_proc.assert_called_once_with('server', 'delete',
+                                                        's-1')
+        self.assertTrue(self.target.server_gone)
+        self.env.watch_abort.assert_called_once_with(self.target)
+
+    def test_a_refused_delete_times_nothing(self):
+        self.answer(1)
+        faults.UserDeleteServer(self.env, self.target).inject()
+        self.env.watch_abort.assert_not_called()

@@ -65,3 +65,12 @@ class TestReport(testtools.TestCase):
     def test_simple_table(self):
         self.assertEqual('=  ==\na  bb\n=  ==\n1  -\n=  ==',
                          report_mod.rst_table(['a', 'bb'], [[1, None]]))
+
+    def test_abort_latencies_of_deleted_servers(self):
+        r = made()
+        self.assertNotIn('Servers deleted', r.to_rst())
+        r.abort_latencies += [2.4, 11.0]
+        self.assertIn('Servers deleted by their user: each migration '
+                      'aborted 2.4, 11.0 s after Nova took the delete (the '
+                      'bound: 10 s).', r.to_rst())
+        self.assertEqual([2.4, 11.0], r.to_dict()['abort_latencies'])
