@@ -178,6 +178,28 @@ def remove_with_snapshots(pool, name, prefixes):
     return removed
 
 
+def release_recorded(pool, start, prefix):
+    """Free the images named ``start...`` that hold a record, for removal.
+
+    A record (``<image>.<prefix>...``, a clone of a snapshot of the image)
+    marks the destination of a cutover, which keeps the migration's
+    snapshots and records until the migration's cleanup. Their owner
+    (Nova for a server's disks, Cinder for a volume) cannot remove such an
+    image: this removes the records and the snapshots named with
+    ``prefix`` (:func:`remove_with_snapshots`) first. Images without a
+    record are left alone: at the source of a migration still running,
+    the snapshots are that migration's. Returns what was removed
+    (``pool/image@snapshot``, ``pool/record``).
+    """
+    mark = '.' + prefix
+    names = [n for n in pool.list_images() if n.startswith(start)]
+    images = sorted({n.split(mark, 1)[0] for n in names if mark in n})
+    removed = []
+    for name in images:
+        removed += remove_with_snapshots(pool, name, (prefix,))
+    return removed
+
+
 def recover(cluster, disks, snapshot):
     """A terminal killed while writing records: remove the unfinished."""
     for spec in disks:

@@ -1,9 +1,12 @@
-"""A migrated server deleted within its migration's retention, on real Ceph.
+"""A migrated server or volume deleted within its migration's retention.
 
-Its disk at the destination keeps the migration's snapshots and the record
+Its image at the destination keeps the migration's snapshots and the record
 of its final state; nova_fedex removes them just before Nova's removal of
 the disk (``nova_fedex.virt.libvirt.leftovers``), which otherwise retried
-for 55 s an image and left the disk behind. Judged with the real ``rbd``.
+for 55 s an image and left the disk behind, and cinder_fedex before
+Cinder's (``FedexRBDDriver.delete_volume``), which otherwise ended in
+``error_deleting``. Both call ``lsrp.server.records.release_recorded``. On
+real Ceph, judged with the real ``rbd``.
 """
 
 import json
@@ -19,10 +22,10 @@ MiB = 1 << 20
 
 class TestLeftovers(base.FunctionalTestCase):
 
-    def disk(self, server, snapshots, record=None):
+    def disk(self, server, snapshots, record=None, name=None):
         """``<server>_disk`` at site-b with ``snapshots``; its record."""
         pool = self.pool('site-b')
-        name = '%s_disk' % server
+        name = name or '%s_disk' % server
         pool.create_image(name, 8 * MiB)
         self.addCleanup(self._remove_image, 'site-b', 'vms', name)
         with pool.open_image(name) as img:
@@ -78,3 +81,23 @@ class TestLeftovers(base.FunctionalTestCase):
             capture_output=True, text=True)
         self.assertNotEqual(0, proc.returncode)
         self.assertIn('snapshot', proc.stderr)
+
+    def test_a_cut_over_volume_is_released_for_cinder(self):
+        vid = str(uuid.uuid4())
+        name = self.disk(None, ['fedex-7a8b-seed', 'fedex-7a8b-wan'],
+                         record='fedex-final-7a', name='volume-%s' % vid)
+        # Another volume, at the source of a migration still running
+        # (snapshots, no record): its migration's, untouched.
+        other = self.disk(None, ['fedex-9c0d-seed'],
+                          name='volume-%s' % uuid.uuid4())
+        with self.sites['site-b'].pool('vms') as pool:
+            removed = records.release_recorded(pool, name, 'fedex-')
+        self.assertEqual(sorted([
+            'vms/%s.fedex-final-7a' % name, 'vms/%s@fedex-7a8b-seed' % name,
+            'vms/%s@fedex-7a8b-wan' % name]), sorted(removed))
+        # What Cinder's driver then does: a plain removal.
+        self.rbd_cli('site-b', 'rm', 'vms/%s' % name)
+        ls = self.rbd_cli('site-b', 'ls', 'vms').split()
+        self.assertNotIn(name, ls)
+        self.assertIn(other, ls)
+        self.assertEqual(['fedex-9c0d-seed'], self.snaps(other))

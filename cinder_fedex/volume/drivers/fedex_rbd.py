@@ -12,6 +12,14 @@ volume that is (see cinder_fedex.marks):
   earlier, in cinder-api, by the fedex API extension): the copies at the two
   sites would diverge.
 
+A volume moved here by a cutover keeps the migration's snapshots
+(``fedex-*``) and the record of its final state (a clone,
+``<volume>.fedex-final-<id>``) until the migration's cleanup, when its
+retention ends (7 days by default). Cinder's RBD driver cannot remove an
+image with a clone: a user deleting such a volume got ``error_deleting``,
+the image stayed in the cluster and the volume in the project's quota.
+``delete_volume`` removes them first (``_fedex_release``).
+
 The ownership move to the peer backend after the final delta is not a
 driver call: it is the ``os-fedex-cutover`` admin action.
 """
@@ -25,12 +33,16 @@ from oslo_log import log as logging
 from cinder_fedex import marks
 from cinder_fedex import opts as fedex_options
 from lsrp import exception
+from lsrp.server import records
 
 LOG = logging.getLogger(__name__)
 
 # Defined in cinder_fedex.opts, which imports without Cinder (the sample
 # configuration is generated from it).
 fedex_opts = fedex_options.fedex_opts
+# The manager's names of a migration's snapshots and records
+# (fedex_manager.flows.tasks: fedex-<id>-seed, -wan, ...; -final-).
+PREFIX = 'fedex-'
 
 
 class FedexRBDDriver(rbd.RBDDriver):
@@ -136,7 +148,43 @@ class FedexRBDDriver(rbd.RBDDriver):
 
     def delete_volume(self, volume):
         self._refuse(volume, 'delete')
+        self._fedex_release(volume)
         return super().delete_volume(volume)
+
+    def _fedex_release(self, volume):
+        """A migration's snapshots and records off the volume's image.
+
+        Only when the image has a record, i.e. it arrived here by a cutover
+        (:func:`lsrp.server.records.release_recorded`); logged, never
+        raised: Cinder's delete then says what it says.
+        """
+        if not self._fedex('fedex_site'):
+            return
+        from lsrp.rbd import cluster as cluster_mod
+
+        conf = self.configuration
+        try:
+            cluster = cluster_mod.Cluster(
+                conf.rbd_ceph_conf,
+                keyring=getattr(self, 'keyring_file', None) or None,
+                client=conf.rbd_user or 'admin',
+                site=self._fedex('fedex_site'))
+            try:
+                cluster.connect()
+                with cluster.pool(conf.rbd_pool) as pool:
+                    removed = records.release_recorded(pool, volume.name,
+                                                       PREFIX)
+            finally:
+                cluster.close()
+        except Exception as e:     # never stops a delete
+            LOG.warning('volume %s: the snapshots and records of a FedEx '
+                        'migration on its image were not removed (%s): '
+                        'Cinder may fail to delete it', volume.id, e)
+            return
+        if removed:
+            LOG.info('volume %s: removed %s (a FedEx migration keeps them '
+                     'until its cleanup) so that Cinder can delete it',
+                     volume.id, ', '.join(removed))
 
     def migrate_volume(self, context, volume, host):
         # Cinder's own migration would copy the volume and delete this copy:

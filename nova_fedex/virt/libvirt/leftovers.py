@@ -14,21 +14,13 @@ libvirt driver calls :func:`release` just before Nova's removal.
 from lsrp.server import records
 
 PREFIX = 'fedex-'
-RECORD_MARK = '.' + PREFIX
 
 
 def release(pool, server_id):
     """Remove FedEx's records and snapshots of ``server_id``'s disks.
 
-    Only of disks with a record, which are at the destination of a cutover:
-    at the source of a migration still running, the snapshots are that
-    migration's, and its abort (the server deleted) removes them. Returns
-    what was removed (``pool/image@snapshot``, ``pool/record``).
+    Only of disks with a record, which are at the destination of a cutover
+    (:func:`lsrp.server.records.release_recorded`). Returns what was
+    removed.
     """
-    names = [n for n in pool.list_images() if n.startswith(server_id)]
-    disks = sorted({n.split(RECORD_MARK, 1)[0] for n in names
-                    if RECORD_MARK in n})
-    removed = []
-    for disk in disks:
-        removed += records.remove_with_snapshots(pool, disk, (PREFIX,))
-    return removed
+    return records.release_recorded(pool, server_id, PREFIX)

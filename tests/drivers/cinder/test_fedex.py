@@ -103,6 +103,43 @@ class TestDriver(test.TestCase):
                                   call)
             self.assertIn('FedEx migration %s' % MIGRATION, str(e))
 
+    def test_a_volume_moved_here_is_freed_of_fedex_copies_then_deleted(self):
+        # Cinder's RBD driver cannot remove an image that keeps the
+        # migration's record (a clone): error_deleting. FedEx's copies go
+        # first, through a connection as Cinder's own user and pool.
+        volume = self.volume(shipped=False)
+        order = mock.Mock()
+        cluster = order.Cluster.return_value
+        cluster.pool.return_value.__enter__ = mock.Mock(
+            return_value='the pool')
+        cluster.pool.return_value.__exit__ = mock.Mock(return_value=False)
+        order.release_recorded.return_value = ['rbd/x.fedex-final-1']
+        with mock.patch('lsrp.rbd.cluster.Cluster', order.Cluster), \
+                mock.patch.object(fedex_rbd.records, 'release_recorded',
+                                  order.release_recorded), \
+                mock.patch('cinder.volume.drivers.rbd.RBDDriver.'
+                           'delete_volume', order.delete_volume):
+            self.driver.delete_volume(volume)
+        self.assertEqual(
+            ['Cluster', 'Cluster().connect', 'Cluster().pool',
+             'release_recorded', 'Cluster().close', 'delete_volume'],
+            [c[0] for c in order.mock_calls
+             if not c[0].startswith('Cluster().pool().')])
+        order.Cluster.assert_called_once_with(
+            self.cfg.rbd_ceph_conf, keyring=None,
+            client=self.cfg.rbd_user, site='site-a')
+        cluster.pool.assert_called_once_with(self.cfg.rbd_pool)
+        order.release_recorded.assert_called_once_with(
+            'the pool', 'volume-%s' % uuids.volume, 'fedex-')
+
+    def test_a_failed_release_never_stops_the_delete(self):
+        with mock.patch('lsrp.rbd.cluster.Cluster',
+                        side_effect=RuntimeError('no cluster')), \
+                mock.patch('cinder.volume.drivers.rbd.RBDDriver.'
+                           'delete_volume') as delete:
+            self.driver.delete_volume(self.volume(shipped=False))
+        delete.assert_called_once()
+
     def test_cinder_migration_never_copies_a_shipped_volume(self):
         self.assertEqual((False, None), self.driver.migrate_volume(
             self.ctx, self.volume(), {'host': HOST_B}))
