@@ -14,6 +14,9 @@ Keys never travel here: a terminal gets a key reference and fetches the
 key from the key manager itself.
 """
 
+import functools
+
+import kombu.exceptions
 from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -80,6 +83,25 @@ def server(endpoints, topic, server_name, conf=CONF):
         access_policy=messaging.DefaultRPCAccessPolicy)
 
 
+def _bus(method):
+    """The message bus unreachable is a MessagingException to callers.
+
+    With the bus down (RabbitMQ restarting), oslo.messaging lets kombu's
+    ``OperationalError`` ("[Errno 111] Connection refused") out of a call:
+    callers wait for a terminal that does not answer, and would have failed
+    the migration on this one instead, naming nothing.
+    """
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (kombu.exceptions.OperationalError, ConnectionError) as e:
+            raise messaging.MessageDeliveryFailure(
+                'the message bus (transport_url) cannot be reached: %s'
+                % e) from e
+    return wrapper
+
+
 class TerminalAPI(object):
     """The manager's client of one terminal agent."""
 
@@ -88,16 +110,20 @@ class TerminalAPI(object):
             transport(conf), messaging.Target(topic=topic, version=VERSION),
             timeout=timeout, retry=1)
 
+    @_bus
     def start(self, op_id, kind, params):
         return self.client.call({}, 'start', op_id=op_id, kind=kind,
                                 params=params)
 
+    @_bus
     def status(self, op_id):
         return self.client.call({}, 'status', op_id=op_id)
 
+    @_bus
     def cancel(self, op_id):
         self.client.cast({}, 'cancel', op_id=op_id)
 
+    @_bus
     def ping(self):
         return self.client.call({}, 'ping')
 
@@ -114,7 +140,8 @@ class ManagerAPI(object):
     def _cast(self, method, **kw):
         try:
             self.client.cast({}, method, terminal=self.terminal, **kw)
-        except messaging.MessagingException as e:
+        except (messaging.MessagingException,
+                kombu.exceptions.OperationalError, ConnectionError) as e:
             # The manager catches up from status() calls: never fatal here.
             LOG.warning('cannot tell the manager %s: %s', method, e)
 
