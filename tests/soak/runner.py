@@ -494,19 +494,27 @@ class SoakTestCase(cutover.CutoverTestCase):
             ''.join('\n    VIOLATION %s: %s' % x for x in violations)))
 
     def _clean(self, t):
-        """The server, its volume and every image of them, at both sites."""
+        """The server, its volume and every image of them, at both sites.
+
+        The deletes are a user's, through Nova and Cinder, and judged: a
+        server or volume they cannot delete is a violation (a migrated
+        volume once ended in error_deleting, its image kept by the
+        migration's record, and the leftovers filled the project's volume
+        quota). What they leave is then removed with ``rbd`` so that the
+        next migrations start clean.
+        """
         try:
             if t.server_id and not t.server_gone:
-                self.openstack_proc('server', 'delete', '--wait',
-                                    t.server_id)
+                proc = self.openstack_proc('server', 'delete', '--wait',
+                                           t.server_id)
+                if proc.returncode and \
+                        'no server' not in proc.stderr.lower():
+                    self.report.violation(
+                        t.migration_id, 'user-delete', 'server %s not '
+                        'deleted: %s' % (t.server_id,
+                                         proc.stderr.strip()[-300:]))
             if t.volume_id:
-                deadline = time.monotonic() + 180
-                while time.monotonic() < deadline:
-                    proc = self.openstack_proc('volume', 'delete',
-                                               t.volume_id)
-                    if proc.returncode == 0 or 'No volume' in proc.stderr:
-                        break
-                    time.sleep(5)
+                self._delete_volume(t)
             for site in ('site-a', 'site-b'):
                 s = self.sandbox.site(site)
                 for pool in ('vms', 'volumes'):
@@ -524,6 +532,31 @@ class SoakTestCase(cutover.CutoverTestCase):
                         invariants.rbd(s, 'rm', spec)
         except Exception as e:  # noqa: clean-up is best effort
             say('clean-up of migration %d: %s' % (t.index, e))
+
+    def _delete_volume(self, t, timeout=180):
+        """Cinder deletes the volume (asked again while it is busy)."""
+        deadline = time.monotonic() + timeout
+        status = 'not asked'
+        while time.monotonic() < deadline:
+            proc = self.openstack_proc('volume', 'delete', t.volume_id)
+            if 'No volume' in proc.stderr:
+                return
+            if proc.returncode == 0:
+                break
+            status = proc.stderr.strip()[-200:]
+            time.sleep(5)
+        while time.monotonic() < deadline:
+            proc = self.openstack_proc('volume', 'show', '-f', 'value', '-c',
+                                       'status', t.volume_id)
+            if proc.returncode and 'No volume' in proc.stderr:
+                return
+            status = proc.stdout.strip() or proc.stderr.strip()[-200:]
+            if status.startswith('error'):
+                break
+            time.sleep(3)
+        self.report.violation(t.migration_id, 'user-delete',
+                              'volume %s not deleted by Cinder: %s' % (
+                                  t.volume_id, status))
 
     # --- the faults --------------------------------------------------------------
 
