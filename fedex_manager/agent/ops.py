@@ -229,8 +229,13 @@ def _round(terminal, params, progress, number):
     snapshot = '%s-r%d' % (params['shipment_id'], number)
     # An interrupted run of this round left its snapshot at the source but
     # never committed it at the destination (the commit is the round's
-    # last step): take it again.
-    for spec in params['images']:
+    # last step): take it again. Never the base: the engine names a
+    # round's snapshot past every round snapshot either site holds
+    # (catchup.CatchUp.plan), so round N's may be r(N+1), the next round's
+    # base, as after a cutover rolled back whose final delta left rN at
+    # the destination only; removing it stranded the migration ("the
+    # source site has no snapshot ... to start from", seen in the soak).
+    for spec in params['images'] if snapshot != params['base'] else ():
         pool, name = spec.split('/', 1)
         with cluster.pool(pool) as p, p.open_image(name) as img:
             if img.snapshot_exists(snapshot):
