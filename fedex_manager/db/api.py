@@ -29,6 +29,7 @@ configure = engine.configure
 get_engine = engine.get_engine
 writer = engine.writer
 reader = engine.reader
+unreachable = engine.unreachable
 
 # Times.
 now = times.now

@@ -10,9 +10,11 @@ context joins its transaction.
 import threading
 
 from oslo_config import cfg
+from oslo_db import exception as db_exception
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 from sqlalchemy import event as sa_event
+from sqlalchemy import exc as sa_exc
 
 from fedex_manager import context as context_mod
 from fedex_manager.db import idle_ping
@@ -108,3 +110,27 @@ def reader_connection(ctx):
     under REPEATABLE READ).
     """
     return facade().reader.connection.using(ctx or context_mod.admin())
+
+
+# MySQL/MariaDB client errors of a server that cannot be reached or went
+# away: can't connect (2002, 2003), gone away (2006), lost during a query
+# (2013).
+_UNREACHABLE_CODES = (2002, 2003, 2006, 2013)
+
+
+def unreachable(e):
+    """Whether ``e`` says the database could not be reached or went away.
+
+    As oslo.db raises it (``DBConnectionError``) or as it reaches us
+    through a SQLAlchemy engine of our libraries' own (taskflow's
+    logbook): the connection invalidated, or the driver's error code.
+    """
+    if isinstance(e, db_exception.DBConnectionError):
+        return True
+    if isinstance(e, sa_exc.DBAPIError) and e.connection_invalidated:
+        return True
+    orig = (getattr(e, 'orig', None) or
+            getattr(e, 'inner_exception', None) or e)
+    args = getattr(orig, 'args', None) or (None,)
+    return type(orig).__name__ == 'OperationalError' and \
+        args[0] in _UNREACHABLE_CODES

@@ -205,8 +205,26 @@ class PhaseTask(task.Task):
 
     def execute(self, migration_id, generation):
         ctx = _ctx()
-        m = guard(ctx, migration_id, generation, self.phase, self.allowed)
-        return self.run(ctx, m, generation)
+        try:
+            m = guard(ctx, migration_id, generation, self.phase,
+                      self.allowed)
+            return self.run(ctx, m, generation)
+        except Exception as e:
+            if not db.unreachable(e):
+                raise
+            # MariaDB restarting (or unreachable a moment): a phase is
+            # idempotent, as after a conductor's death, so it parks and a
+            # sweep posts it again, where it used to fail the migration
+            # with the driver's "Lost connection to MySQL server".
+            why = ('the database was unreachable (%s); the phase starts '
+                   'again at the next sweep' % e)
+            try:
+                db.add_event(ctx, 'migration', migration_id, 'error', why,
+                             migration_id=migration_id)
+            except Exception:   # noqa: still unreachable: the log says it
+                LOG.warning('migration %s: %s', migration_id, why)
+            raise Parked(id=migration_id, phase=self.phase,
+                         generation=generation, reason=why) from e
 
     def op(self, ctx, m, generation, terminal_id, kind, op_id, params):
         return run_op(ctx, m, generation, self.phase, terminal_id, kind,

@@ -4,8 +4,13 @@ SQLite, taskflow's in-memory persistence; the fake terminals answer as
 the agent does. The real thing runs in tests/functional/manager.
 """
 
+from unittest import mock
+
 import fixtures
 from oslo_config import cfg
+from oslo_db import exception as db_exception
+import pymysql
+from sqlalchemy import exc as sa_exc
 from taskflow import engines
 
 from fedex_manager.actions import devices as device_actions
@@ -77,6 +82,10 @@ class FakeTerminals(object):
                     'changed_bytes': 10, 'wire_bytes': 5, 'seconds': 0.1,
                     'wire_rate': 50.0, 'estimate': 1}
         return {}
+
+
+def pymysql_err(code, text):
+    return pymysql.err.OperationalError(code, text)
 
 
 class FlowTestCase(base.DBTestCase):
@@ -221,6 +230,37 @@ class TestPhases(FlowTestCase):
         lifecycle.migration_retry(self.ctx, m['id'])
         m = self.run_phase('prepare')
         self.assertEqual(states.SEALED, m['state'])
+
+    def test_database_gone_mid_phase_parks_it_for_the_next_sweep(self):
+        # MariaDB restarting: the phase does not fail the migration (an
+        # operator's retry for a restart); it parks, and a sweep posts it
+        # again (here: run again), as after a conductor's death.
+        real = db.operation_start
+        lost = db_exception.DBConnectionError(
+            "(pymysql.err.OperationalError) (2013, 'Lost connection to "
+            "MySQL server during query')")
+        with mock.patch.object(db, 'operation_start', side_effect=lost):
+            m = self.run_phase('prepare')
+        self.assertIsInstance(self.failure, tasks.Parked)
+        self.assertNotEqual(states.FAILED, m['state'])
+        self.assertIsNone(m['last_error'])
+        self.assertTrue(any(
+            'the database was unreachable' in e['message'] and
+            'Lost connection to MySQL server' in e['message']
+            for e in db.events(self.ctx, {'migration_id': m['id']})))
+        self.assertEqual(real, db.operation_start)
+        m = self.run_phase('prepare')
+        self.assertEqual(states.SEALED, m['state'])
+
+    def test_only_a_database_gone_parks(self):
+        for error, parks in (
+                (db_exception.DBConnectionError('gone'), True),
+                (sa_exc.OperationalError('SELECT 1', {}, pymysql_err(
+                    2003, "Can't connect to MySQL server")), True),
+                (sa_exc.OperationalError('SELECT 1', {}, pymysql_err(
+                    1205, 'Lock wait timeout exceeded')), False),
+                (ValueError('a bug'), False)):
+            self.assertEqual(parks, db.unreachable(error), error)
 
     def test_abort_in_exporting_cleans_up(self):
         m = db.get(self.ctx, 'migration', self.m['id'])
