@@ -127,10 +127,15 @@ def live_migration_outcome(server_id, request_id=None, since=None,
         'live-migration' % server_id)['migrations']
     if since:
         migrations = [x for x in migrations
-                      if _iso(x['created_at']) >= _iso(since)]
-    migrations.sort(key=lambda x: _iso(x['created_at']), reverse=True)
+                      if iso_to_utc(x['created_at']) >= iso_to_utc(since)]
+    migrations.sort(key=lambda x: iso_to_utc(x['created_at']), reverse=True)
     status = migrations[0]['status'] if migrations else None
     out = {'status': status, 'host': server.get('OS-EXT-SRV-ATTR:host'),
+           # When Nova last saved the record (its compute saves the
+           # progress every few seconds while it migrates).
+           'updated_at': (migrations[0].get('updated_at') or
+                          migrations[0].get('created_at'))
+           if migrations else None,
            'server_status': server.get('status'),
            'task_state': server.get('OS-EXT-STS:task_state'),
            'power_state': server.get('OS-EXT-STS:power_state'),
@@ -167,7 +172,7 @@ def _action_reason(adapter, server_id, request_id):
     return '; '.join(reasons) or action.get('message')
 
 
-def _iso(text):
+def iso_to_utc(text):
     """Nova's times, with or without a zone, comparable as naive UTC."""
     import datetime
 

@@ -123,6 +123,17 @@ conductor_opts = [
                     'keeps catching up and waits for the operator to '
                     'approve the cutover again (openstack fedex migration '
                     'cutover).'),
+    cfg.IntOpt('nova_stall_seconds', default=600, min=60,
+               help='Seconds Nova\'s record of a cutover\'s live migration '
+                    'may say "running" without being updated (Nova\'s '
+                    'compute saves its progress every few seconds while it '
+                    'migrates) before the manager takes it as lost by Nova '
+                    '(its compute failed under it, e.g. with its database '
+                    'restarting, and left the server in task "migrating"): '
+                    'an event then tells the operator where to look and '
+                    'what to reset. Above the final delta\'s and the final '
+                    'state check\'s timeouts of nova_fedex, during which '
+                    'the record is not updated.'),
     cfg.IntOpt('longest_cutover_first_wait', default=120, min=0,
                help='Seconds a wave member ready for its cutover leaves '
                     'the last free slots (max_parallel_cutovers) to members '

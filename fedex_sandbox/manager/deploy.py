@@ -226,6 +226,10 @@ class Deployment(object):
                           # Nova's list of servers every 20 s, as before
                           # the look got its own option.
                           'server_check_interval': 20,
+                          # A live migration Nova lost is said after 3
+                          # minutes (10 by default): the sandbox's final
+                          # deltas and checks of 1 GiB disks take seconds.
+                          'nova_stall_seconds': 180,
                           'return_devices': self.return_devices,
                           **self.nova_notifications(),
                           **self.conductor_options},

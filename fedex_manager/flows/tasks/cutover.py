@@ -7,6 +7,7 @@ Nova's records back when nobody reported the cutover's end.
 """
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager import cloud_preflight
@@ -19,6 +20,7 @@ from fedex_manager import states
 from lsrp import exception
 
 CONF = cfg.CONF
+LOG = logging.getLogger(__name__)
 
 
 class Cutover(common.PhaseTask):
@@ -183,6 +185,39 @@ def _reports_said(reports):
     return 'nova_fedex reported %s, not the end' % said
 
 
+def _stalled(outcome, now):
+    """Nova's record says running but nothing saved it for too long."""
+    if outcome['ended'] is not None or not outcome.get('updated_at'):
+        return False
+    saved = nova.iso_to_utc(outcome['updated_at'])
+    return (now - saved).total_seconds() > \
+        CONF.conductor.nova_stall_seconds
+
+
+STALLED = 'Nova lost the live migration'
+
+
+def _say_stalled(ctx, m, stalled, events):
+    """Tell the operator, once per server, what to look at and reset."""
+    for sid, o in sorted(stalled.items()):
+        text = (
+            '%s %s of server %s: its record says %s, not updated since %s '
+            '(more than [conductor] nova_stall_seconds), and the server is '
+            'in task %s on %s: Nova\'s compute failed under it and did '
+            'not roll it back. Find where the guest runs (virsh list on %s '
+            'and on %s); if on %s, reset the server (openstack server set '
+            '--state active %s): the cutover then rolls back by itself and '
+            'catch-up goes on' % (
+                STALLED, o['migration'], sid, o['status'], o['updated_at'],
+                o['task_state'], o['host'], o['host'], m['dest_host'],
+                o['host'], sid))
+        if not any(e['message'] == text for e in events):
+            db.add_event(ctx, 'migration', m['id'], 'cutover', text,
+                         migration_id=m['id'], details={
+                             'server_id': sid, 'stalled': o['migration']})
+            LOG.warning('migration %s: %s', m['id'], text)
+
+
 def _undo_nova_error(ctx, m, server_id, outcome):
     """ACTIVE again, a server Nova left in ERROR for our failed request.
 
@@ -252,8 +287,20 @@ def reconcile_nova_cutover(ctx, m):
             # overloaded API) may still start it.
             outcome['ended'] = None
         outcomes[server_id] = outcome
+    stalled = {sid: o for sid, o in outcomes.items() if _stalled(o, now)}
+    for sid, o in stalled.items():
+        if o['task_state'] is None and o['host'] != m['dest_host']:
+            # The operator reset the server (the guest runs at the
+            # source): Nova's record will say "running" for ever.
+            o['ended'] = 'failed'
+            o['reason'] = o['reason'] or (
+                'Nova\'s record %s stalled at %s, the server reset' % (
+                    o['migration'], o['status']))
     if any(o['ended'] is None or o['task_state'] is not None
            for o in outcomes.values()):
+        if stalled:
+            _say_stalled(ctx, m, stalled, events)
+            return 'stalled'
         return 'running'
     # nova_fedex's reports of this cutover: {event: seconds since}.
     reports = _report_ages(ctx, m, began)

@@ -260,6 +260,46 @@ class TestReadBack(NovaCutoverTestCase):
         self.assertEqual(states.CUTTING_OVER,
                          db.get(self.ctx, 'migration', m['id'])['state'])
 
+    def stall(self):
+        # Nova's compute failed under its monitor (MariaDB restarting) and
+        # never rolled back: record "running", saved long ago, the server
+        # in task "migrating" at the source (seen in the soak).
+        self.nova.migrations[0]['updated_at'] = '2000-01-01T00:00:00.000000'
+
+    def test_a_migration_nova_lost_is_said_once_with_what_to_reset(self):
+        m = self.cutting_over(self.ready_migration())
+        self.stall()
+        for _ in range(2):
+            self.assertEqual('stalled',
+                             cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        said = [t for t in self.messages(m)
+                if t.startswith(cutover_tasks.STALLED)]
+        self.assertEqual(1, len(said), said)
+        self.assertIn('7 of server vm0: its record says running, not '
+                      'updated since 2000-01-01T00:00:00.000000', said[0])
+        self.assertIn('in task migrating on a1', said[0])
+        self.assertIn('openstack server set --state active vm0', said[0])
+        self.assertEqual(states.CUTTING_OVER,
+                         db.get(self.ctx, 'migration', m['id'])['state'])
+
+    def test_once_the_operator_reset_the_server_it_rolls_back(self):
+        m = self.cutting_over(self.ready_migration())
+        self.stall()
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'a1',
+                            'OS-EXT-STS:task_state': None}
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertEqual(states.CATCHING_UP, m['state'])
+        self.assertIn("Nova's record 7 stalled at running, the server reset",
+                      m['last_error'])
+
+    def test_a_record_saved_lately_is_running(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.migrations[0]['updated_at'] = '2999-01-01T00:00:00.000000'
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+
     def test_rollback_in_progress_waits(self):
         m = self.cutting_over(self.ready_migration())
         self.nova.fail('error', 'boom')
