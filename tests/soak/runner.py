@@ -572,7 +572,7 @@ class SoakTestCase(cutover.CutoverTestCase):
         status = 'not asked'
         while time.monotonic() < deadline:
             proc = self.openstack_proc('volume', 'delete', t.volume_id)
-            if 'No volume' in proc.stderr:
+            if 'no volume' in proc.stderr.lower():
                 return
             if proc.returncode == 0:
                 break
@@ -581,7 +581,7 @@ class SoakTestCase(cutover.CutoverTestCase):
         while time.monotonic() < deadline:
             proc = self.openstack_proc('volume', 'show', '-f', 'value', '-c',
                                        'status', t.volume_id)
-            if proc.returncode and 'No volume' in proc.stderr:
+            if proc.returncode and 'no volume' in proc.stderr.lower():
                 return
             status = proc.stdout.strip() or proc.stderr.strip()[-200:]
             if status.startswith('error'):
