@@ -83,6 +83,10 @@ def server(endpoints, topic, server_name, conf=CONF):
         access_policy=messaging.DefaultRPCAccessPolicy)
 
 
+# What kombu lets out of oslo.messaging while the bus cannot be reached.
+_BUS_DOWN = (kombu.exceptions.OperationalError, ConnectionError)
+
+
 def _bus(method):
     """The message bus unreachable is a MessagingException to callers.
 
@@ -95,7 +99,7 @@ def _bus(method):
     def wrapper(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except (kombu.exceptions.OperationalError, ConnectionError) as e:
+        except _BUS_DOWN as e:
             raise messaging.MessageDeliveryFailure(
                 'the message bus (transport_url) cannot be reached: %s'
                 % e) from e
@@ -140,8 +144,7 @@ class ManagerAPI(object):
     def _cast(self, method, **kw):
         try:
             self.client.cast({}, method, terminal=self.terminal, **kw)
-        except (messaging.MessagingException,
-                kombu.exceptions.OperationalError, ConnectionError) as e:
+        except (messaging.MessagingException,) + _BUS_DOWN as e:
             # The manager catches up from status() calls: never fatal here.
             LOG.warning('cannot tell the manager %s: %s', method, e)
 

@@ -47,6 +47,8 @@ CONDUCTOR = 'conductor-nova'
 SETTLED = 'settled'
 # What a migration may end in while the soak watches it.
 FINAL = (states.COMPLETED, states.ABORTED, states.CLEANED)
+# What the operator did of a live migration Nova lost (t.operator).
+RESET_LOST = 'reset the server Nova lost'
 # Markers of the host init that restarts libvirtd (services/confs.py).
 SUPERVISED = 'libvirtd-supervised'
 
@@ -373,8 +375,7 @@ class SoakTestCase(cutover.CutoverTestCase):
                 said = self._events(t.migration_id)
                 if any(e.startswith('nova: stranded') for e in said):
                     return self._waiting(t, m, 'stranded')
-                lost = [e for e in said
-                        if e.startswith(cutover_tasks.STALLED)]
+                lost = any(e.startswith(cutover_tasks.STALLED) for e in said)
                 if lost and not self._reset_lost(t):
                     return self._waiting(t, m)
             if time.monotonic() > deadline:
@@ -393,7 +394,7 @@ class SoakTestCase(cutover.CutoverTestCase):
         rolls the cutover back. False when it is anywhere else: the
         operator would have to look further.
         """
-        if 'reset the server Nova lost' in t.operator:
+        if RESET_LOST in t.operator:
             return True
         where = {}
         for h in self.cloud.hosts:
@@ -405,7 +406,7 @@ class SoakTestCase(cutover.CutoverTestCase):
             say('migration %d: Nova lost its live migration; the guest: %s'
                 % (t.index, where))
             return False
-        t.operator.append('reset the server Nova lost')
+        t.operator.append(RESET_LOST)
         say('migration %d: Nova lost its live migration; the guest runs at '
             '%s: the operator resets the server' % (t.index, t.source_host))
         self.openstack_proc('server', 'set', '--state', 'active',
