@@ -1,8 +1,11 @@
 """The manager's RPC clients when the message bus is down (no RabbitMQ)."""
 
+import threading
 from unittest import mock
 
 import kombu.exceptions
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
 import oslo_messaging as messaging
 import testtools
 
@@ -43,3 +46,48 @@ class TestBusDown(testtools.TestCase):
             manager = rpc.ManagerAPI('t1')
         manager.heartbeat({'free': 1})      # logged, never raised
         client.return_value.cast.assert_called_once()
+
+
+class TestServerThreads(testtools.TestCase):
+    """An RPC server of ours keeps a few threads, not oslo.messaging's 64."""
+
+    def setUp(self):
+        super().setUp()
+        # The global CONF: oslo.messaging's client registers its tracing
+        # options there alone.
+        self.conf = self.useFixture(config_fixture.Config(cfg.CONF)).conf
+        rpc.register_opts(self.conf)
+
+    def serve(self, messages=40):
+        seen, done = set(), threading.Semaphore(0)
+
+        class Endpoint(object):
+            target = messaging.Target(version=rpc.VERSION)
+
+            def hello(self, ctxt):
+                seen.add(threading.get_ident())
+                done.release()
+
+        bus = messaging.get_rpc_transport(self.conf, url='fake:/')
+        self.addCleanup(bus.cleanup)
+        with mock.patch.object(rpc, 'transport', return_value=bus):
+            server = rpc.server([Endpoint()], 'threads', 'host', self.conf)
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        client = messaging.get_rpc_client(
+            bus, messaging.Target(topic='threads', version=rpc.VERSION))
+        for _ in range(messages):
+            client.cast({}, 'hello')
+        for _ in range(messages):
+            self.assertTrue(done.acquire(timeout=30))
+        return seen
+
+    def test_eight_threads_by_default(self):
+        # futurist starts a thread for each message until the pool's size.
+        self.assertEqual(8, self.conf.executor_thread_pool_size)
+        self.assertLessEqual(len(self.serve()), rpc.EXECUTOR_THREADS)
+
+    def test_the_operator_sets_the_size(self):
+        self.conf.set_override('executor_thread_pool_size', 2)
+        self.assertLessEqual(len(self.serve()), 2)
