@@ -167,6 +167,11 @@ class TestSandboxLifeCycle(testtools.TestCase):
             running = [ln for ln in lines
                        if ln.split()[:2] == [service, 'pid']]
             self.assertEqual(1, len(running), result.stdout)
+        # The looks made while daemons start ask librados (mon), the
+        # others the ceph CLI: the monitor's same answer.
+        site_a = self.sb.site('site-a')
+        self.assertEqual(site_a.ceph('health'), site_a.mon('health'))
+        self.assertEqual(1, site_a.mon('osd stat')['num_up_osds'])
         fsids = {e['site']: e['fsid'] for e in self.sb.status()}
         self.assertNotEqual(fsids['site-a'], fsids['site-b'])
 
@@ -189,6 +194,10 @@ class TestSandboxLifeCycle(testtools.TestCase):
         for offset in range(200, 205):
             self.assertIsNone(processes.listening_pid(self.PORT + offset),
                               'port +%d still taken after down' % offset)
+        # No monitor: the look fails in its timeout, naming the monitor.
+        e = self.assertRaises(exception.DaemonFailed, site_a.mon, 'health',
+                              timeout=2)
+        self.assertIn('site-a: mon.a "ceph health" failed', str(e))
         self.assertEqual({'site-a': 'started', 'site-b': 'started',
                           'mariadb': 'started', 'rabbitmq': 'started',
                           'zookeeper': 'started'}, self.sb.up())
