@@ -25,11 +25,6 @@ import threading
 import time
 from xml.etree import ElementTree as etree
 
-from oslo_config import cfg
-
-from fedex_manager.actions import cutover as cutover_actions
-
-from fedex_manager.actions import sites as site_actions
 from fedex_manager.db import api as db
 from fedex_manager import states
 from fedex_sandbox import relay
@@ -64,10 +59,10 @@ class CutoverTestCase(base.ManagerTestCase):
     """The mini-cloud, this test's fedex-api and conductor, and helpers."""
 
     # After one rollback the cutover waits for the operator: the rollback
-    # test sees catch-up go on without a second cutover starting.
+    # test (test_cutover_volume) sees catch-up go on without a second
+    # cutover starting.
     CONDUCTOR_OPTIONS = {
-        'test_failure_after_memory_copy_rolls_back': {
-            'cutover_max_attempts': 1}}
+        'test_refusals_then_rollback': {'cutover_max_attempts': 1}}
 
     def setUp(self):
         super().setUp()
@@ -369,69 +364,3 @@ class TestNovaCutover(CutoverTestCase):
             shown['status'], shown['OS-EXT-SRV-ATTR:host']))
         self.reader('site-b', '%s_disk' % sid).wait_advancing(ticks=20,
                                                               timeout=120)
-
-    def test_failure_after_memory_copy_rolls_back(self):
-        server = self.boot('fedex-e2e-rb-%s' % self.id_)
-        sid = server['id']
-        at_a = self.reader('site-a', '%s_disk' % sid)
-        at_a.wait_advancing(ticks=20, timeout=180)
-        out = self.openstack(
-            'server', 'migrate', '--live-migration', '--fedex', '--host',
-            SITE_B_HOST, '--cutover', 'approved', '--wait', sid,
-            timeout=1500)
-        m = [x for x in db.list_(self.ctx, 'migration')
-             if any(s['server_id'] == sid for s in x['servers'])][0]
-        self.assertEqual(states.READY_FOR_CUTOVER, self.state(m), out)
-
-        self.cutover_with_dead_destination(m)
-        self.assertTrue(any('migrated back' in e or 'rolled_back' in e
-                            for e in self.events(m)))
-
-        def settled():
-            shown = self.show(sid)
-            return shown['status'] == 'ACTIVE' and shown
-        shown = self.dep.wait(settled, 300, 'the server ACTIVE again')
-        self.assertEqual(SITE_A_HOST, shown['OS-EXT-SRV-ATTR:host'])
-        # Alive at A, every tick kept.
-        resumed = at_a.wait_advancing(ticks=20, timeout=120)
-        counters = [t.counter for t in at_a.read_ring()]
-        self.assertEqual(list(range(counters[0], counters[-1] + 1)),
-                         counters)
-        self.assertIn(self.host(SITE_A_HOST).virsh('domstate', sid).strip(),
-                      ('running',))
-        # Nova's migration record says it failed; the manager's migration
-        # went through ROLLED_BACK, naming the final delta's failure.
-        records = json.loads(self.openstack(
-            '--os-compute-api-version', '2.80', 'server', 'migration',
-            'list', '--server', sid, '-f', 'json'))
-        live = [r['Status'] for r in records
-                if r.get('Type', r.get('Migration Type')) == 'live-migration']
-        self.assertIn(live[:1], (['failed'], ['error']), records)
-        rows = db.events(self.ctx, {'migration_id': m['id']})
-        rolled = [e for e in rows if e['to_state'] == states.ROLLED_BACK]
-        self.assertEqual(1, len(rolled), self.events(m))
-        self.assertIn('final delta', rolled[0]['message'])
-        # The cutover does not start again by itself ([conductor]
-        # cutover_max_attempts = 1 here): it waits for the operator.
-        self.assertTrue(any('waits for the operator' in e
-                            for e in self.events(m)), self.events(m))
-        # This process asks as Nova's computes would, with the same limit.
-        cutover_actions.cutover_max_attempts()      # registers the option here
-        cfg.CONF.set_override('cutover_max_attempts', 1, group='conductor')
-        self.addCleanup(cfg.CONF.clear_override, 'cutover_max_attempts',
-                        group='conductor')
-        ready = cutover_actions.cutover_ready(self.ctx, m['id'])
-        self.assertFalse(ready['ready'])
-        self.assertIn('approve it again', ' '.join(ready['reasons']))
-        self.assertEqual(SITE_A_HOST,
-                         self.show(sid)['OS-EXT-SRV-ATTR:host'])
-        # The destination terminal comes back. (That catch-up then reaches
-        # READY_FOR_CUTOVER again is not asserted here: the manager does
-        # not yet retry a round by itself when the terminal's LSRP port
-        # answers later than its heartbeat; see doc/source/cutover-e2e.rst.)
-        self.dep.start_agent('site-b')
-        self.dep.wait(lambda: all(t['health'] == 'UP' for t in
-                                  site_actions.terminal_list(self.ctx)), 120,
-                      'terminal-site-b back')
-        print('rollback: guest alive at A, counter %d; migration %s waits '
-              'for approval' % (resumed.counter, m['id']))
