@@ -66,6 +66,22 @@ PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     PYTHON=/usr/bin/python3
 fi
+# The OpenStack services' packages go into .venv-openstack while .venv is
+# made (two pip runs at once: mostly waits for the disk and the index).
+# Only third-party packages there: this project is built (pbr writes into
+# the source tree) by one pip at a time, below.
+openstack_requirements() {
+    if [ ! -x .venv-openstack/bin/python ]; then
+        "$PYTHON" -m venv .venv-openstack
+    fi
+    .venv-openstack/bin/python -m pip install -q \
+        -c tools/openstack-constraints.txt -r tools/openstack-requirements.txt \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+if [ -n "$OPENSTACK" ]; then
+    openstack_requirements &
+    openstack_pid=$!
+fi
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
@@ -83,12 +99,8 @@ fi
 if [ -n "$OPENSTACK" ]; then
     # Its own venv: nova, cinder, keystone... pin libraries this project's
     # tox envs do not need, and a 'pip install' of one must not move the other.
-    if [ ! -x .venv-openstack/bin/python ]; then
-        "$PYTHON" -m venv .venv-openstack
-    fi
-    .venv-openstack/bin/python -m pip install -q \
-        -c tools/openstack-constraints.txt -r tools/openstack-requirements.txt \
-        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+    wait "$openstack_pid" \
+        || { echo "install.sh: pip install into .venv-openstack failed" >&2; exit 1; }
     .venv-openstack/bin/python -m pip install -q --no-deps -e . \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
@@ -100,4 +112,4 @@ if [ -n "$OPENSTACK" ]; then
     .venv-openstack/bin/python -c 'import rados, rbd, libvirt, nova, lsrp' \
         || { echo "install.sh: .venv-openstack is incomplete" >&2; exit 1; }
 fi
-echo "install.sh: ready (.venv, $(.venv/bin/python --version), $(ceph --version | cut -d' ' -f1-3))"
+echo "install.sh: ready in ${SECONDS} s (.venv, $(.venv/bin/python --version), $(ceph --version | cut -d' ' -f1-3))"
