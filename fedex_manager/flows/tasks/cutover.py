@@ -62,6 +62,7 @@ class FinalDelta(Cutover):
 
 NOVA_REQUESTED = 'nova live migration requested'
 NOVA_UNCLEAR = 'nova gave no clear answer'
+NOVA_FOUND = 'nova live migration found'
 # Seconds after a request before "Nova has no record of it" means it never
 # started.
 NOVA_START_GRACE = 300
@@ -86,7 +87,8 @@ def _nova_requests(ctx, m):
              e['created_at'])
             for e in db.events(ctx, {'migration_id': m['id'],
                                      'kind': 'cutover'})
-            if e['message'].startswith((NOVA_REQUESTED, NOVA_UNCLEAR)) and
+            if e['message'].startswith((NOVA_REQUESTED, NOVA_UNCLEAR,
+                                        NOVA_FOUND)) and
             e['created_at'] >= began and e['details']]
 
 
@@ -138,7 +140,10 @@ def start_nova_cutover(ctx, m):
             cutover_actions.migration_cutover_finish(
                 ctx, m['id'], success=False, reason=str(e))
             return
+    began = cutover_began(ctx, m)
     for s in m['servers']:
+        if _found_in_nova(ctx, m, s['server_id'], began):
+            continue
         try:
             request_id = nova.live_migrate(s['server_id'], m['dest_host'])
         except exception.NovaRefused as e:
@@ -159,6 +164,36 @@ def start_nova_cutover(ctx, m):
                      migration_id=m['id'],
                      details={'server_id': s['server_id'],
                               'request_id': request_id})
+
+
+def _found_in_nova(ctx, m, server_id, began):
+    """Nova's live migration of the server since this cutover began, as ours.
+
+    Our request is recorded after Nova took it: a database or conductor
+    that fails between the two (seen in the soak: MariaDB restarting
+    right then) loses the record, the sweeper posts the cutover again, and
+    a second request, refused ("task_state migrating"), was taken for a
+    failure of the cutover while Nova's first one ran. Nova's records
+    since the cutover began are this cutover's (the server is locked for
+    it): recorded as its request, their outcome read back.
+    """
+    try:
+        outcome = nova.live_migration_outcome(server_id, since=began)
+    except exception.ManagerError as e:
+        LOG.warning('migration %s: cannot read Nova\'s live migrations of '
+                    'server %s (%s): asking for one', m['id'], server_id, e)
+        return False
+    if outcome['status'] is None:
+        return False
+    db.add_event(ctx, 'migration', m['id'], 'cutover',
+                 '%s: server %s has Nova\'s live migration %s (%s) since '
+                 'this cutover began, whose request was not recorded (the '
+                 'database or the conductor failed after Nova took it): '
+                 'not asked for again, its outcome read back' % (
+                     NOVA_FOUND, server_id, outcome['migration'],
+                     outcome['status']),
+                 migration_id=m['id'], details={'server_id': server_id})
+    return True
 
 
 # nova_fedex's reports that end a cutover (fedex-api acts on them).

@@ -8,6 +8,7 @@ from unittest import mock
 
 import fixtures
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 
 from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.actions import migrations as migration_actions
@@ -42,13 +43,21 @@ class FakeNova(object):
             202, headers={'x-openstack-request-id': 'req-1'})
         self.server = {'status': 'MIGRATING', 'OS-EXT-SRV-ATTR:host': 'a1',
                        'OS-EXT-STS:task_state': 'migrating'}
-        self.migrations = [{'id': 7, 'status': 'running',
-                            'created_at': '2999-01-01T00:00:00.000000'}]
+        # Nova's record of the live migration, once it took the request
+        # (a 202, or no clear answer); none after a refusal.
+        self.record = {'id': 7, 'status': 'running',
+                       'created_at': '2999-01-01T00:00:00.000000'}
+        self.migrations = []
         self.events = []
         self.posted = []
 
     def post(self, url, **kw):
         self.posted.append((url, kw['json']))
+        taken = 'os-migrateLive' in kw['json'] and (
+            isinstance(self.migrate, Exception) or
+            not 400 <= self.migrate.status_code < 500)
+        if taken and self.record not in self.migrations:
+            self.migrations.append(self.record)
         if isinstance(self.migrate, Exception):
             raise self.migrate
         return self.migrate
@@ -146,6 +155,67 @@ class TestRefusal(NovaCutoverTestCase):
                          cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         self.assertEqual(states.CUTTING_OVER,
                          db.get(self.ctx, 'migration', m['id'])['state'])
+
+
+class TestRequestNotRecorded(NovaCutoverTestCase):
+    """Nova took the request, its record in our database was lost."""
+
+    def lost_record(self):
+        # Seen in the soak: MariaDB restarted as the cutover asked Nova;
+        # the request's event could not be written, the phase parked.
+        m = self.ready_migration()
+        cutover_actions.migration_cutover_start(self.ctx, m['id'])
+        m = db.get(self.ctx, 'migration', m['id'])
+        add_event = db.add_event
+
+        def database_gone(ctx, kind, rid, ekind, message, **kw):
+            if message.startswith(cutover_tasks.NOVA_REQUESTED):
+                raise db_exc.DBConnectionError('Lost connection to MySQL')
+            return add_event(ctx, kind, rid, ekind, message, **kw)
+        with mock.patch.object(db, 'add_event', database_gone):
+            self.assertRaises(db_exc.DBConnectionError,
+                              cutover_tasks.start_nova_cutover, self.ctx, m)
+        self.assertEqual(1, len(self.nova.posted))
+        self.assertEqual([], cutover_tasks._nova_requests(self.ctx, m))
+        self.nova.posted = []
+        return m
+
+    def test_nova_is_not_asked_twice(self):
+        m = self.lost_record()
+        # The sweeper reposts the cutover; the phase runs again.
+        cutover_tasks.start_nova_cutover(self.ctx, m)
+        self.assertEqual([], self.nova.posted)
+        found = [t for t in self.messages(m)
+                 if t.startswith(cutover_tasks.NOVA_FOUND)]
+        self.assertEqual(['nova live migration found: server vm0 has '
+                          "Nova's live migration 7 (running) since this "
+                          'cutover began, whose request was not recorded '
+                          '(the database or the conductor failed after '
+                          'Nova took it): not asked for again, its '
+                          'outcome read back'], found)
+        # Its outcome is read back as that of a recorded request.
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.nova.migrations[0]['status'] = 'completed'
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'b1',
+                            'OS-EXT-STS:task_state': None}
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+
+    def test_a_record_from_before_the_cutover_is_not_ours(self):
+        m = self.lost_record()
+        self.nova.record['created_at'] = '2000-01-01T00:00:00.000000'
+        cutover_tasks.start_nova_cutover(self.ctx, m)
+        self.assertEqual(1, len(self.nova.posted))
+
+    def test_nova_unreadable_asks_as_before(self):
+        m = self.lost_record()
+        real_get = self.nova.get
+        self.nova.get = lambda url, **kw: (
+            FakeResponse(503, 'down') if url.startswith('/os-migrations')
+            else real_get(url, **kw))
+        cutover_tasks.start_nova_cutover(self.ctx, m)
+        self.assertEqual(1, len(self.nova.posted))
 
 
 class TestNoHostNamed(NovaCutoverTestCase):
