@@ -539,14 +539,7 @@ class SoakTestCase(cutover.CutoverTestCase):
         """
         try:
             if t.server_id and not t.server_gone:
-                proc = self.openstack_proc('server', 'delete', '--wait',
-                                           t.server_id)
-                if proc.returncode and \
-                        'no server' not in proc.stderr.lower():
-                    self.report.violation(
-                        t.migration_id, 'user-delete', 'server %s not '
-                        'deleted: %s' % (t.server_id,
-                                         proc.stderr.strip()[-300:]))
+                self._delete_server(t)
             if t.volume_id:
                 self._delete_volume(t)
             for site in ('site-a', 'site-b'):
@@ -566,6 +559,26 @@ class SoakTestCase(cutover.CutoverTestCase):
                         invariants.rbd(s, 'rm', spec)
         except Exception as e:  # noqa: clean-up is best effort
             say('clean-up of migration %d: %s' % (t.index, e))
+
+    def _delete_server(self, t, tries=3, pause=20):
+        """Nova deletes the server; a failed delete is asked again.
+
+        As its user would: Nova's compute fails a delete by itself when
+        a fault (RabbitMQ restarting) cuts it from its conductor ("Error
+        deleting server", the server ACTIVE again). A delete that never
+        succeeds is the violation.
+        """
+        for attempt in range(tries):
+            if attempt:
+                time.sleep(pause)
+            proc = self.openstack_proc('server', 'delete', '--wait',
+                                       t.server_id)
+            if not proc.returncode or \
+                    'no server' in proc.stderr.lower():
+                return
+        self.report.violation(
+            t.migration_id, 'user-delete', 'server %s not deleted (%d '
+            'tries): %s' % (t.server_id, tries, proc.stderr.strip()[-300:]))
 
     def _delete_volume(self, t, timeout=180):
         """Cinder deletes the volume (asked again while it is busy)."""
