@@ -45,15 +45,18 @@ _transports = {}
 # 130 threads and spent 2-3 % of a core on them. A handler here is a
 # database write or a look at an operation: a few threads are plenty.
 EXECUTOR_THREADS = 8
+# oslo.messaging registers the option only when it makes a server: ours
+# registers the same option first, so that its default can be ours. Found
+# once (list_opts copies every option of oslo.messaging, and
+# register_opts runs at each topic asked for, a terminal's heartbeats too).
+_pool_opts = [o for group, opts in messaging_opts.list_opts()
+              if group is None for o in opts
+              if o.name == 'executor_thread_pool_size']
 
 
 def register_opts(conf):
     conf.register_opts(rpc_opts)
-    # oslo.messaging registers the option only when it makes a server:
-    # registered here first (the same option), its default can be ours.
-    conf.register_opts([o for group, opts in messaging_opts.list_opts()
-                        if group is None for o in opts
-                        if o.name == 'executor_thread_pool_size'])
+    conf.register_opts(_pool_opts)
     messaging_opts.set_defaults(conf,
                                 executor_thread_pool_size=EXECUTOR_THREADS)
 

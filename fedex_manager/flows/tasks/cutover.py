@@ -80,9 +80,12 @@ def cutover_began(ctx, m):
     return max(began) if began else m['updated_at']
 
 
-def _nova_requests(ctx, m):
-    """This cutover's requests to Nova: [(server_id, request_id, at)]."""
-    began = cutover_began(ctx, m)
+def _nova_requests(ctx, m, began=None):
+    """This cutover's requests to Nova: [(server_id, request_id, at)].
+
+    ``began``: the cutover's start, when the caller has it already.
+    """
+    began = began or cutover_began(ctx, m)
     return [(e['details'].get('server_id'), e['details'].get('request_id'),
              e['created_at'])
             for e in db.events(ctx, {'migration_id': m['id'],
@@ -131,7 +134,8 @@ def start_nova_cutover(ctx, m):
     5xx) is recorded, and the sweeper reads Nova's records back
     (:func:`reconcile_nova_cutover`).
     """
-    if _nova_requests(ctx, m):
+    began = cutover_began(ctx, m)
+    if _nova_requests(ctx, m, began):
         return
     if not m['dest_host']:
         try:
@@ -140,7 +144,6 @@ def start_nova_cutover(ctx, m):
             cutover_actions.migration_cutover_finish(
                 ctx, m['id'], success=False, reason=str(e))
             return
-    began = cutover_began(ctx, m)
     for s in m['servers']:
         if _found_in_nova(ctx, m, s['server_id'], began):
             continue
@@ -308,7 +311,7 @@ def reconcile_nova_cutover(ctx, m):
               if e['created_at'] >= began]
     if any(e['message'].startswith('nova: stranded') for e in events):
         return 'stranded'
-    requests = _nova_requests(ctx, m)
+    requests = _nova_requests(ctx, m, began)
     if not requests:
         # The cutover job ended without asking Nova: ask again.
         jobs.post(ctx, m['id'], 'cutover')
