@@ -98,10 +98,13 @@ ENDED_FAILED = ('error', 'failed', 'cancelled')
 READ_MICROVERSION = '2.84'
 
 
-def _get(adapter, url):
+def _get(adapter, url, missing=False):
+    """Nova's answer to GET ``url``; None on a 404 when ``missing``."""
     resp = adapter.get(url, raise_exc=False, headers={
         'OpenStack-API-Version': 'compute %s' % READ_MICROVERSION,
         'X-OpenStack-Nova-API-Version': READ_MICROVERSION})
+    if missing and resp.status_code == 404:
+        return None
     if resp.status_code != 200:
         raise exception.ManagerError(
             reason='Nova answered GET %s with HTTP %d %s' % (
@@ -149,6 +152,13 @@ def live_migration_outcome(server_id, request_id=None, since=None,
     if out['ended'] == 'failed':
         out['reason'] = _action_reason(adapter, server_id, request_id)
     return out
+
+
+def server_host(server_id, conf=CONF):
+    """The host Nova says the server is on; None: no such server."""
+    body = _get(_adapter(conf), '/servers/%s' % server_id, missing=True)
+    return None if body is None else body['server'].get(
+        'OS-EXT-SRV-ATTR:host')
 
 
 def _action_reason(adapter, server_id, request_id):

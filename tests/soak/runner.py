@@ -373,7 +373,8 @@ class SoakTestCase(cutover.CutoverTestCase):
                                     t.migration_id)
             if state == states.CUTTING_OVER:
                 said = self._events(t.migration_id)
-                if any(e.startswith('nova: stranded') for e in said):
+                if any(e.startswith(('nova: stranded', cutover_tasks.MOVED))
+                       for e in said):
                     return self._waiting(t, m, 'stranded')
                 lost = any(e.startswith(cutover_tasks.STALLED) for e in said)
                 if lost and not self._reset_lost(t):
@@ -467,11 +468,14 @@ class SoakTestCase(cutover.CutoverTestCase):
                 v.append(('outcome', '%s in %s with no reason a human can '
                           'act on' % (t.outcome, t.final_state)))
             # The operator's decision: abort it, then it must be clean.
-            t.operator.append('abort')
-            self.openstack_proc('fedex', 'migration', 'abort', '--reason',
-                                'soak: the operator gives up',
-                                t.migration_id)
-            self._wait_state(t, (states.ABORTED,), 300)
+            # Not once its cutover may have moved the guest: no abort
+            # then (refused), the migration's state is reported.
+            if self._state(t) in states.ABORTABLE + (None,):
+                t.operator.append('abort')
+                self.openstack_proc('fedex', 'migration', 'abort',
+                                    '--reason', 'soak: the operator gives '
+                                    'up', t.migration_id)
+                self._wait_state(t, (states.ABORTED,), 300)
         elif t.outcome in ('stuck', 'runner error'):
             v.append(('outcome', '%s: %s' % (t.outcome, t.reason)))
         m = db.get(self.ctx, 'migration', t.migration_id)
@@ -510,6 +514,12 @@ class SoakTestCase(cutover.CutoverTestCase):
         while cutover_actions.final_state_pending(self.ctx, m) and \
                 time.monotonic() < deadline:
             time.sleep(3)
+
+    def _state(self, t):
+        try:
+            return db.get(self.ctx, 'migration', t.migration_id)['state']
+        except Exception:   # noqa: MariaDB restarting
+            return None
 
     def _wait_state(self, t, wanted, timeout):
         deadline = time.monotonic() + timeout

@@ -15,9 +15,11 @@ from fedex_manager import cinder
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common
 from fedex_manager.flows.tasks import erase
+from fedex_manager import nova
 from fedex_manager import rpc
 from fedex_manager import shipments as shipments_mod
 from fedex_manager import states
+from lsrp import exception
 
 CONF = cfg.CONF
 
@@ -29,6 +31,55 @@ class Abort(common.PhaseTask):
 
 class BeginAbort(common.Begin, Abort):
     pass
+
+
+# Seconds Nova's API is asked again before an abort gives up.
+NOVA_PATIENCE = 120
+
+
+def refuse_if_moved(task, ctx, m, generation):
+    """No server of the migration runs at its destination host (Nova).
+
+    The abort removes the destination's copies of the disks. After a
+    cutover they may be the disks a guest runs on: Nova moved it, then
+    failed, and the migration was wrongly taken back (seen in the soak
+    before :func:`~fedex_manager.flows.tasks.cutover._moved_though_failed`).
+    Such an abort fails before removing anything, naming the server. (Its
+    terminals' work was cancelled: catch-up rounds would write A's stale
+    blocks under that guest.)
+    """
+    if CONF.conductor.compute_driver != 'nova' or not m['dest_host'] \
+            or not any(e['to_state'] == states.CUTTING_OVER
+                       for e in db.events(ctx, {'migration_id': m['id']})):
+        return
+    for s in m['servers']:
+        host = _host_of(task, ctx, m, generation, s['server_id'])
+        if host == m['dest_host']:
+            raise exception.Conflict(
+                kind='migration', id=m['id'], reason='not aborted: '
+                'Nova has server %s on the destination host %s, where '
+                'the abort would remove the disks it runs on; its '
+                'cutover moved it (doc/source/cutover-e2e.rst)' % (
+                    s['server_id'], host))
+
+
+def _host_of(task, ctx, m, generation, server_id):
+    # Nova's API fails while its database or bus restarts: asked again
+    # for a while before the abort gives up.
+    deadline = time.monotonic() + NOVA_PATIENCE
+    while True:
+        try:
+            return nova.server_host(server_id)
+        except exception.ManagerError as e:
+            if time.monotonic() > deadline:
+                raise exception.Conflict(
+                    kind='migration', id=m['id'], reason='not aborted: '
+                    'cannot ask Nova where server %s runs (%s), and its '
+                    'cutover may have moved it onto the disks the abort '
+                    'removes; retry the abort when Nova answers' % (
+                        server_id, e))
+        time.sleep(5)
+        common.guard(ctx, m['id'], generation, task.phase, task.allowed)
 
 
 class StopOperations(Abort):
@@ -95,6 +146,7 @@ class CleanUpAbort(Abort):
             common.guard(ctx, m['id'], generation, self.phase, self.allowed)
 
     def run(self, ctx, m, generation):
+        refuse_if_moved(self, ctx, m, generation)
         copied = any(db.list_(ctx, 'operation', {
             'migration_id': m['id'], 'kind': kind})
             for kind in ('import', 'seed_over_wan')) or any(

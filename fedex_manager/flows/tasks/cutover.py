@@ -233,6 +233,7 @@ def _stalled(outcome, now):
 
 
 STALLED = 'Nova lost the live migration'
+MOVED = 'Nova failed live migrations after they moved the servers'
 
 
 def _say_stalled(ctx, m, stalled, events):
@@ -258,7 +259,7 @@ def _say_stalled(ctx, m, stalled, events):
             LOG.warning('migration %s: %s', m['id'], text)
 
 
-def _undo_nova_error(ctx, m, server_id, outcome):
+def _undo_nova_error(ctx, m, server_id, outcome, moved=False):
     """ACTIVE again, a server Nova left in ERROR for our failed request.
 
     Nova sets a server to ERROR when a live migration fails in a way it
@@ -267,11 +268,14 @@ def _undo_nova_error(ctx, m, server_id, outcome):
     its guest runs on at the source, untouched. The migration rolls back
     and leaves the server as it found it: only when Nova reports the
     guest running, at a host other than the destination, with no task.
+    ``moved``: the guest runs at the destination on its final state
+    (:func:`_moved_though_failed`): reset when Nova reports it there.
     """
     if not (outcome['server_status'] == 'ERROR' and
             outcome['task_state'] is None and
             outcome.get('power_state') == nova.RUNNING and
-            outcome['host'] and outcome['host'] != m['dest_host']):
+            outcome['host'] and
+            (outcome['host'] == m['dest_host']) == moved):
         return
     try:
         nova.reset_to_active(server_id)
@@ -336,12 +340,24 @@ def reconcile_nova_cutover(ctx, m):
             o['reason'] = o['reason'] or (
                 'Nova\'s record %s stalled at %s, the server reset' % (
                     o['migration'], o['status']))
+        elif o['task_state'] is None and o['host'] == m['dest_host']:
+            # The destination took the server over (its part of Nova's
+            # post-migration ran), and the source's compute failed before
+            # it marked the record: the guest moved.
+            o['ended'] = 'failed'
+            o['reason'] = o['reason'] or (
+                'Nova\'s record %s stalled at %s after %s took the '
+                'server' % (o['migration'], o['status'], o['host']))
     if any(o['ended'] is None or o['task_state'] is not None
            for o in outcomes.values()):
         if stalled:
             _say_stalled(ctx, m, stalled, events)
             return 'stalled'
         return 'running'
+    moved = {sid: o for sid, o in outcomes.items()
+             if o['ended'] == 'failed' and o['host'] == m['dest_host']}
+    if moved:
+        return _moved_though_failed(ctx, m, outcomes, moved, began, events)
     # nova_fedex's reports of this cutover: {event: seconds since}.
     reports = _report_ages(ctx, m, began)
     if any(reports[e] < NOVA_REPORT_GRACE for e in ENDS & set(reports)):
@@ -382,3 +398,77 @@ def reconcile_nova_cutover(ctx, m):
         db.add_event(ctx, 'migration', m['id'], 'cutover', text,
                      migration_id=m['id'])
     return 'split'
+
+
+def _delta_applied(ctx, m, began):
+    """The servers whose final delta nova_fedex reported applied."""
+    servers = [s['server_id'] for s in m['servers']]
+    out = set()
+    for e in db.events(ctx, {'migration_id': m['id'], 'kind': 'cutover'}):
+        details = e['details'] or {}
+        if details.get('event') == 'delta_applied' and \
+                e['created_at'] >= began:
+            # Reports of older nova_fedex name no server.
+            sid = details.get('server_id') or (
+                servers[0] if len(servers) == 1 else None)
+            out.add(sid)
+    return out
+
+
+def _moved_though_failed(ctx, m, outcomes, moved, began, events):
+    """Nova failed live migrations that had moved the servers: not a rollback.
+
+    Nova marks its record and the server ERROR when its post-migration
+    fails, even after the destination took the server over ("almost
+    certainly too late to rollback", says its compute manager; seen in the
+    soak with RabbitMQ restarting under the call to the destination): the
+    server's host is then the destination. Taking that for a rollback
+    sent catch-up rounds from A's stale images and let an abort remove
+    the disks the guest ran on at B. With nova_fedex's report that the
+    final delta was applied, the guest runs at B on the final state: the
+    cutover completed; the server, in ERROR but running there, is reset
+    to ACTIVE. Without it (the report lost), whether B's disks hold the
+    final state is not known here: the operator decides, told not to
+    abort.
+    """
+    applied = _delta_applied(ctx, m, began)
+    said = '; '.join(
+        'server %s on %s, Nova\'s record %s %s%s' % (
+            sid, o['host'], o['migration'], o['status'],
+            ': %s' % o['reason'] if o['reason'] else '')
+        for sid, o in sorted(moved.items()))
+    unsure = sorted(sid for sid in moved if sid not in applied)
+    elsewhere = sorted(sid for sid, o in outcomes.items()
+                       if o['host'] != m['dest_host'])
+    if unsure or elsewhere:
+        text = (
+            '%s to %s (%s)%s%s: the cutover waits for the operator. Look '
+            'where '
+            'each guest runs (virsh list at both sites) and at Nova\'s '
+            'records (doc/source/cutover-e2e.rst); do not abort the '
+            'migration: it would remove the disks at %s under a guest '
+            'that runs on them' % (
+                MOVED, m['dest_host'], said,
+                '; nova_fedex did not report the final delta of %s applied, '
+                'so B\'s disks may lack the last writes' % ', '.join(unsure)
+                if unsure else '',
+                '; %s still at the source' % ', '.join(elsewhere)
+                if elsewhere else '', m['dest_host']))
+        if not any(e['message'] == text for e in events):
+            db.add_event(ctx, 'migration', m['id'], 'cutover', text,
+                         migration_id=m['id'])
+            LOG.warning('migration %s: %s', m['id'], text)
+        return 'moved'
+    for sid, o in sorted(moved.items()):
+        _undo_nova_error(ctx, m, sid, o, moved=True)
+    try:
+        cutover_actions.migration_cutover_finish(
+            ctx, m['id'], success=True, message=(
+                'the servers run at %s on their final state: Nova failed '
+                'its live migrations after the move (%s), and nova_fedex '
+                'reported each final delta applied; Nova\'s records of '
+                'the move may be incomplete (doc/source/nova.rst)' % (
+                    m['dest_host'], said)))
+    except (exception.InvalidTransition, exception.Conflict):
+        return 'ended'
+    return 'completed'

@@ -363,6 +363,9 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
     # --- helpers -------------------------------------------------------------
 
     def _fedex_report(self, context, plan, event, **details):
+        # Which server: a migration may move several, and the manager reads
+        # each one's reports (a final delta applied) back on its own.
+        details.setdefault('server_id', plan.server_id)
         try:
             self._fedex_manager_client().report(context, plan, event,
                                                 CONF.host, **details)

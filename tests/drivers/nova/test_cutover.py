@@ -282,6 +282,10 @@ class TestCutover(CutoverTestBase):
                           'delta_applied', 'resumed', 'completed',
                           'final_state_checked'],
                          self.wait_for_events(6))
+        # Each report names its server: the manager reads a final delta
+        # applied back per server (a migration may move several).
+        self.assertEqual({self.server['id']},
+                         {d['server_id'] for _, d in self.manager.events})
         # Deleted at B within the retention: FedEx's snapshots and records
         # on its disks go first, then Nova removes the disks (which it
         # could not with them there: nova_fedex.virt.libvirt.leftovers).

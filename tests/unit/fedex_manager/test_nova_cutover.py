@@ -14,6 +14,7 @@ from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.actions import migrations as migration_actions
 from fedex_manager.actions import sites
 from fedex_manager.db import api as db
+from fedex_manager.flows.tasks import abort as abort_tasks
 from fedex_manager.flows.tasks import cutover as cutover_tasks
 from fedex_manager import nova
 from fedex_manager import states
@@ -71,6 +72,9 @@ class FakeNova(object):
         if '/os-instance-actions/' in url:
             return FakeResponse(200, {'instanceAction': {
                 'message': 'Error', 'events': self.events}})
+        if self.server is None:
+            return FakeResponse(404, {'itemNotFound': {
+                'message': 'Instance could not be found.'}})
         return FakeResponse(200, {'server': self.server})
 
     def fail(self, status, reason):
@@ -376,6 +380,134 @@ class TestReadBack(NovaCutoverTestCase):
         self.nova.server['OS-EXT-STS:task_state'] = 'migrating'
         self.assertEqual('running',
                          cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+
+
+class TestMovedThenFailed(NovaCutoverTestCase):
+    """Nova fails its post-migration after the destination took the server.
+
+    Seen in the soak: RabbitMQ restarted under the source's call to the
+    destination's post_live_migration_at_destination. Nova marks its
+    record and the server ERROR, the server's host being the destination
+    already. Taken for a rollback, catch-up went on from A's stale images
+    and the operator's abort then removed B's disks under the guest.
+    """
+
+    def moved_then_failed(self, m):
+        self.nova.migrations[0]['status'] = 'error'
+        self.nova.events = [{'event': 'compute_live_migration',
+                             'result': 'Error',
+                             'details': 'MessagingTimeout'}]
+        self.nova.server = {'status': 'ERROR', 'OS-EXT-SRV-ATTR:host': 'b1',
+                            'OS-EXT-STS:task_state': None,
+                            'OS-EXT-STS:power_state': 1}
+        self.nova.posted = []
+
+    def delta_applied(self, m, **details):
+        # What fedex-api records of nova_fedex's report.
+        db.add_event(self.ctx, 'migration', m['id'], 'cutover',
+                     'nova: delta_applied (reported by a1)',
+                     migration_id=m['id'],
+                     details=dict(details, event='delta_applied'))
+
+    def test_with_the_final_delta_applied_it_completed(self):
+        m = self.cutting_over(self.ready_migration())
+        self.delta_applied(m, server_id='vm0')
+        self.moved_then_failed(m)
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertEqual(states.COMPLETED, m['state'])
+        self.assertTrue(any('run at b1 on their final state' in t and
+                            'MessagingTimeout' in t
+                            for t in self.messages(m)), self.messages(m))
+        # Running at B: Nova's ERROR is reset, as the operator would.
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-resetState': {'state': 'active'}})],
+                         self.nova.posted)
+
+    def test_a_report_naming_no_server_counts_for_the_only_one(self):
+        m = self.cutting_over(self.ready_migration())
+        self.delta_applied(m)
+        self.moved_then_failed(m)
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+
+    def test_without_that_report_the_operator_decides(self):
+        m = self.cutting_over(self.ready_migration())
+        self.delta_applied(m, server_id='another-server')
+        self.moved_then_failed(m)
+        for _ in range(2):
+            self.assertEqual('moved',
+                             cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        m = db.get(self.ctx, 'migration', m['id'])
+        self.assertEqual(states.CUTTING_OVER, m['state'])
+        said = [t for t in self.messages(m) if 'waits for the operator' in t]
+        self.assertEqual(1, len(said), said)
+        self.assertIn('after they moved the servers to b1 (server vm0 on b1, '
+                      'Nova\'s record 7 error', said[0])
+        self.assertIn('did not report the final delta of vm0 applied',
+                      said[0])
+        self.assertIn('do not abort', said[0])
+        self.assertEqual([], self.nova.posted)
+
+    def test_a_record_stalled_after_the_destination_took_it(self):
+        # The source's compute died after the destination's part of the
+        # post-migration: the record says "running" for ever.
+        m = self.cutting_over(self.ready_migration())
+        self.delta_applied(m, server_id='vm0')
+        self.nova.migrations[0]['updated_at'] = '2000-01-01T00:00:00.000000'
+        self.nova.server = {'status': 'ACTIVE', 'OS-EXT-SRV-ATTR:host': 'b1',
+                            'OS-EXT-STS:task_state': None,
+                            'OS-EXT-STS:power_state': 1}
+        self.nova.posted = []
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertIn('stalled at running after b1 took the server',
+                      ' '.join(self.messages(m)))
+        self.assertEqual([], self.nova.posted)      # ACTIVE: no reset
+
+
+class TestAbortAfterCutover(NovaCutoverTestCase):
+    """An abort never removes the disks of a guest its cutover moved."""
+
+    def rolled_back_then_aborting(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.fail('error', 'boom')
+        cutover_tasks.reconcile_nova_cutover(self.ctx, m)
+        m = db.transition(self.ctx, 'migration', m['id'], 'abort')
+        self.assertEqual(states.ABORTING, m['state'])
+        return m
+
+    def check(self, m):
+        abort_tasks.refuse_if_moved(abort_tasks.CleanUpAbort(), self.ctx, m,
+                                    0)
+
+    def test_a_server_nova_has_at_the_destination_stops_it(self):
+        m = self.rolled_back_then_aborting()
+        self.nova.server['OS-EXT-SRV-ATTR:host'] = 'b1'
+        e = self.assertRaises(exception.Conflict, self.check, m)
+        self.assertIn('Nova has server vm0 on the destination host b1, where '
+                      'the abort would remove the disks it runs on', str(e))
+
+    def test_at_the_source_or_deleted_it_goes_on(self):
+        m = self.rolled_back_then_aborting()
+        self.check(m)
+        self.nova.server = None
+        self.check(m)
+
+    def test_nova_not_answering_stops_it_saying_so(self):
+        m = self.rolled_back_then_aborting()
+        self.useFixture(fixtures.MockPatchObject(abort_tasks,
+                                                 'NOVA_PATIENCE', -1))
+        self.nova.get = lambda url, **kw: FakeResponse(503, 'down')
+        e = self.assertRaises(exception.Conflict, self.check, m)
+        self.assertIn('cannot ask Nova where server vm0 runs', str(e))
+
+    def test_before_any_cutover_nova_is_not_asked(self):
+        m = self.ready_migration()
+        m = db.transition(self.ctx, 'migration', m['id'], 'abort')
+        self.nova.get = None        # would fail if called
+        self.check(m)
 
 
 class TestBoundedRetries(NovaCutoverTestCase):
