@@ -390,9 +390,10 @@ class SoakTestCase(cutover.CutoverTestCase):
         """Do what the manager's event says of a live migration Nova lost.
 
         Where the guest runs is looked at on both hosts (``virsh
-        domstate``), as the event asks; a guest running at the source
-        only gets its server reset to active (once): the manager then
-        rolls the cutover back. False when it is anywhere else: the
+        domstate``), as the event asks; for a guest running at the source
+        only, Nova's rollback is finished (``nova-fedex-rollback --apply``,
+        once), which resets the server: the manager then rolls the
+        cutover back. False when it is anywhere else: the
         operator would have to look further.
         """
         if RESET_LOST in t.operator:
@@ -409,9 +410,23 @@ class SoakTestCase(cutover.CutoverTestCase):
             return False
         t.operator.append(RESET_LOST)
         say('migration %d: Nova lost its live migration; the guest runs at '
-            '%s: the operator resets the server' % (t.index, t.source_host))
-        self.openstack_proc('server', 'set', '--state', 'active',
-                            t.server_id)
+            '%s: the operator finishes Nova\'s rollback' % (
+                t.index, t.source_host))
+        proc = subprocess.run(
+            [os.path.join(self.cloud.venv, 'bin', 'python'), '-m',
+             'nova_fedex.cmd.rollback', '--config-file',
+             self.cloud.conf('nova'), '--apply', t.server_id],
+            capture_output=True, text=True, timeout=300)
+        say('nova-fedex-rollback: exit %d %s' % (
+            proc.returncode, (proc.stdout + proc.stderr).strip()[-1500:]))
+        if proc.returncode != 0:
+            # Judged: the server would keep its allocation and volume
+            # attachments at the destination.
+            self.report.violation(t.migration_id, 'nova-record',
+                                  'nova-fedex-rollback failed: %s' % (
+                                      proc.stderr.strip()[-300:]))
+            self.openstack_proc('server', 'set', '--state', 'active',
+                                t.server_id)
         return True
 
     def _approve(self, t):

@@ -244,14 +244,17 @@ def _say_stalled(ctx, m, stalled, events):
             '(more than [conductor] nova_stall_seconds), and the server is '
             'in task %s on %s: Nova\'s compute failed under it and did '
             'not roll it back. Find where the guest runs (virsh list on %s '
-            'and on %s); if on %s, reset the server (openstack server set '
-            '--state active %s): the cutover then rolls back by itself and '
-            'catch-up goes on; if on %s only, the guest moved and Nova\'s '
-            'post-migration failed: Nova\'s records of it need repair '
-            '(doc/source/cutover-e2e.rst), do not reset it' % (
+            'and on %s); if on %s, finish Nova\'s rollback '
+            '(nova-fedex-rollback --config-file nova.conf --apply %s: it '
+            'also resets the server, where openstack server set --state '
+            'active %s alone leaves Placement\'s allocation and the volume '
+            'attachments at the destination): the cutover then rolls back '
+            'by itself and catch-up goes on; if on %s only, the guest moved '
+            'and Nova\'s post-migration failed: Nova\'s records of it need '
+            'repair (doc/source/cutover-e2e.rst), do not reset it' % (
                 STALLED, o['migration'], sid, o['status'], o['updated_at'],
                 o['task_state'], o['host'], o['host'], m['dest_host'],
-                o['host'], sid, m['dest_host']))
+                o['host'], sid, sid, m['dest_host']))
         if not any(e['message'] == text for e in events):
             db.add_event(ctx, 'migration', m['id'], 'cutover', text,
                          migration_id=m['id'], details={
