@@ -67,6 +67,16 @@ fedex_opts = [
                       'both read whole) may take; a mismatch is an instance '
                       'fault and the manager\'s event final_state_mismatch. '
                       '0: not compared.'),
+    cfg.FloatOpt('early_report_delay',
+                 default=3.0, min=0.0,
+                 help='Seconds after the resume at the destination before '
+                      'the cutover\'s reports so far (the final delta '
+                      'applied, the resume) are sent to the manager, unless '
+                      'Nova\'s post-migration ended first (they then go at '
+                      'its end, as always). The manager needs them when '
+                      'that post-migration fails, or this compute dies in '
+                      'it, after the destination took the server: they say '
+                      'B holds the final state. 0: only at its end.'),
     cfg.StrOpt('wan_address',
                help='Address at which computes of other sites reach this '
                     'compute\'s libvirtd and QEMU incoming migrations '

@@ -144,6 +144,10 @@ class _Cutover(object):
         self.pause_done = threading.Event()
         self.failure = None       # why the pause's work failed
         self.reports = []         # (event, details) to send after it
+        self.sent = 0             # how many of them were sent
+        self.send_lock = threading.Lock()
+        self.early_reports = None  # the timer that sends them early
+        self.context = None       # Nova's request context, for them
         self.after_copy = None    # callable(): the pause's work
         self.peer_events = None   # the destination's lifecycle callback
         self.trigger = None       # what started the pause's work
@@ -161,6 +165,8 @@ class _Cutover(object):
         return self.copy_watchdog
 
     def close(self):
+        if self.early_reports is not None:
+            self.early_reports.cancel()
         if self.peer_events is not None:
             try:
                 self.peer.domainEventDeregisterAny(self.peer_events)
@@ -373,9 +379,34 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             LOG.warning('FedEx: cannot report %s of migration %s: %s',
                         event, plan.migration_id, e)
 
-    def _fedex_send(self, context, plan, reports):
-        for event, details in reports:
-            self._fedex_report(context, plan, event, **details)
+    def _fedex_send(self, context, cutover):
+        """The cutover's reports not sent yet, in order, each once."""
+        with cutover.send_lock:
+            while cutover.sent < len(cutover.reports):
+                event, details = cutover.reports[cutover.sent]
+                cutover.sent += 1
+                self._fedex_report(context, cutover.plan, event, **details)
+
+    def _fedex_send_later(self, cutover):
+        """The reports so far, sent a while after the resume, if not yet.
+
+        ``[fedex] early_report_delay`` after it, unless Nova's
+        post-migration sent them first. Their time is the end of that
+        post-migration: the guest's first moments at B need the CPU more.
+        But a post-migration that fails
+        after the destination took the server (RabbitMQ restarting under
+        its call to the destination, in the soak), or a compute killed in
+        it, would lose them, and without ``delta_applied`` the manager
+        cannot tell that B holds the final state.
+        """
+        delay = CONF.fedex.early_report_delay
+        if not delay:
+            return
+        timer = threading.Timer(delay, self._fedex_send,
+                                args=(cutover.context, cutover))
+        timer.daemon = True
+        cutover.early_reports = timer
+        timer.start()
 
     def _fedex_unsupported(self, instance, plan, migrate_data,
                            block_device_info):
@@ -618,6 +649,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             recover_method(context, instance, dest, migrate_data)
             return
         self._fedex_cutovers[instance.uuid] = cutover
+        cutover.context = context
         cutover.after_copy = functools.partial(self._fedex_pause_work,
                                                cutover, instance)
         self._fedex_report(context, cutover.plan, 'migrating', dest=dest)
@@ -786,6 +818,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             commit_seconds=cutover.delta.timings.get('commit'))))
         # From here on site B holds the only current state: go forward.
         if cutover.was_paused:
+            self._fedex_send_later(cutover)
             return
         try:
             cutover.peer.lookupByUUIDString(instance.uuid).resume()
@@ -794,6 +827,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                         'it resumes the guest in '
                         'post_live_migration_at_destination', e,
                         instance=instance)
+            self._fedex_send_later(cutover)
             return
         now = time.monotonic()
         cutover.reports.append(('resumed', dict(
@@ -801,6 +835,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             resume_seconds=now - delta_done,
             wait_source_seconds=cutover.timings['delta'] -
             cutover.delta.seconds)))
+        self._fedex_send_later(cutover)
 
     def _fedex_post(self, cutover, post_method, recover_method, context,
                     instance, dest, block_migration, migrate_data):
@@ -814,7 +849,7 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                 reason='the final delta did not end within %d s' %
                 CONF.fedex.final_delta_timeout)
         if cutover.failure is not None:
-            self._fedex_send(context, plan, cutover.reports)
+            self._fedex_send(context, cutover)
             self._fedex_roll_back(cutover, context, instance,
                                   cutover.failure)
             _record_fault(context, instance, cutover.failure)
@@ -825,8 +860,11 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         finally:
             # After Nova's post-migration, not at the resume: on a busy
             # host the guest's first moments at B need the CPU more than
-            # these reports (events of the manager) need to be early.
-            self._fedex_send(context, plan, cutover.reports)
+            # these reports (events of the manager) need to be early
+            # (unless that post-migration is slow: _fedex_send_later).
+            if cutover.early_reports is not None:
+                cutover.early_reports.cancel()
+            self._fedex_send(context, cutover)
         zone = self._fedex_follow_zone(context, instance, dest)
         # The check's bound, for the manager: its cleanup removes what the
         # check reads, and waits for the check's report or this long.

@@ -17,6 +17,7 @@ that moment.
 """
 
 import io
+import threading
 import time
 from unittest import mock
 
@@ -24,6 +25,7 @@ import fixtures
 from oslo_utils.fixture import uuidsentinel as uuids
 from oslo_utils import units
 
+from nova.compute import rpcapi as compute_rpcapi
 from nova import context as nova_context
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
@@ -303,6 +305,42 @@ class TestCutover(CutoverTestBase):
             cluster.pool.return_value.__enter__.return_value,
             self.server['id'])
         cluster.close.assert_called_once_with()
+
+    def test_reports_reach_the_manager_while_a_slow_post_migration_runs(self):
+        # A compute that dies in Nova's post-migration (or a post-migration
+        # hung on its call to the destination) must not take the news that
+        # the final delta was applied with it: the manager needs it to
+        # tell that B holds the final state.
+        self.flags(group='fedex', early_report_delay=0.2)
+        self.boot()
+        self.plan()
+        release = threading.Event()
+        post = compute_rpcapi.ComputeAPI.post_live_migration_at_destination
+
+        def slow(*args, **kwargs):
+            release.wait(30)
+            return post(*args, **kwargs)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.compute.rpcapi.ComputeAPI.'
+            'post_live_migration_at_destination', slow))
+        api = self.admin_api
+        old, api.microversion = api.microversion, '2.30'
+        try:
+            api.post_server_action(self.server['id'], {'os-migrateLive': {
+                'host': 'dest', 'block_migration': False, 'force': True}})
+        finally:
+            api.microversion = old
+        try:
+            self.assertEqual(['migrating', 'paused_at_destination',
+                              'delta_applied', 'resumed'],
+                             self.wait_for_events(4))
+            self.assertFalse(release.is_set())
+        finally:
+            release.set()
+        self._wait_for_migration_status(self.server, ['completed'])
+        self.assertEqual(['migrating', 'paused_at_destination',
+                          'delta_applied', 'resumed', 'completed',
+                          'final_state_checked'], self.wait_for_events(6))
 
     def test_a_failing_warm_up_check_does_not_stop_the_cutover(self):
         """The source check made before the copy is only a warm-up."""
