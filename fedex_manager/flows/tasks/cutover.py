@@ -446,8 +446,7 @@ def _moved_though_failed(ctx, m, outcomes, moved, began, events):
     if unsure or elsewhere:
         text = (
             '%s to %s (%s)%s%s: the cutover waits for the operator. Look '
-            'where '
-            'each guest runs (virsh list at both sites) and at Nova\'s '
+            'where each guest runs (virsh list at both sites) and at Nova\'s '
             'records (doc/source/cutover-e2e.rst); do not abort the '
             'migration: it would remove the disks at %s under a guest '
             'that runs on them' % (

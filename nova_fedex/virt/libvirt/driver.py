@@ -393,11 +393,11 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
         ``[fedex] early_report_delay`` after it, unless Nova's
         post-migration sent them first. Their time is the end of that
         post-migration: the guest's first moments at B need the CPU more.
-        But a post-migration that fails
-        after the destination took the server (RabbitMQ restarting under
-        its call to the destination, in the soak), or a compute killed in
-        it, would lose them, and without ``delta_applied`` the manager
-        cannot tell that B holds the final state.
+        But a post-migration that fails after the destination took the
+        server (RabbitMQ restarting under its call to the destination, in
+        the soak), or a compute killed in it, would lose them, and without
+        ``delta_applied`` the manager cannot tell that B holds the final
+        state.
         """
         delay = CONF.fedex.early_report_delay
         if not delay:
