@@ -193,20 +193,25 @@ class CutoverTestBase(base.LibvirtMigrationMixin,
         fixtures make casts synchronous: a pre-check error reaches the API
         caller here, and only the migration record in a real cloud.)
         """
-        api = self.admin_api
-        old, api.microversion = api.microversion, '2.30'
         try:
-            api.post_server_action(self.server['id'], {'os-migrateLive': {
-                'host': 'dest', 'block_migration': False, 'force': True}})
+            self.start_cutover()
             self.assertIsNone(refused, 'the cutover was not refused')
         except client.OpenStackApiException as e:
             if refused is None:
                 raise
             self.assertIn(refused, str(e))
-        finally:
-            api.microversion = old
         self._wait_for_migration_status(self.server, [migration])
         return self._wait_for_state_change(self.server, status)
+
+    def start_cutover(self):
+        """Ask Nova as the manager does; do not wait."""
+        api = self.admin_api
+        old, api.microversion = api.microversion, '2.30'
+        try:
+            api.post_server_action(self.server['id'], {'os-migrateLive': {
+                'host': 'dest', 'block_migration': False, 'force': True}})
+        finally:
+            api.microversion = old
 
     def host_of(self, server):
         return self.api.get_server(server['id'])['OS-EXT-SRV-ATTR:host']
@@ -323,13 +328,7 @@ class TestCutover(CutoverTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.compute.rpcapi.ComputeAPI.'
             'post_live_migration_at_destination', slow))
-        api = self.admin_api
-        old, api.microversion = api.microversion, '2.30'
-        try:
-            api.post_server_action(self.server['id'], {'os-migrateLive': {
-                'host': 'dest', 'block_migration': False, 'force': True}})
-        finally:
-            api.microversion = old
+        self.start_cutover()
         try:
             self.assertEqual(['migrating', 'paused_at_destination',
                               'delta_applied', 'resumed'],

@@ -52,13 +52,7 @@ class TestRollback(test_cutover.CutoverTestBase):
         # to end, Nova calls neither its post-migration nor its rollback.
         self.useFixture(fixtures.MockPatchObject(
             fedex_driver.FedexLibvirtDriver, 'live_migration'))
-        api = self.admin_api
-        old, api.microversion = api.microversion, '2.30'
-        try:
-            api.post_server_action(self.server['id'], {'os-migrateLive': {
-                'host': 'dest', 'block_migration': False, 'force': True}})
-        finally:
-            api.microversion = old
+        self.start_cutover()
         self._wait_for_migration_status(self.server, ['running'])
         return source
 
