@@ -71,15 +71,43 @@ class TerminalClient(object):
         except (exception.ConnectionClosed, ConnectionError, OSError,
                 asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
             await self.close()
+            why = str(e) or type(e).__name__
+            if not await self._listening():
+                # Killed (or stopped) as we shook hands: down, not refusing
+                # (seen in CI: a round's connection reset by a terminal
+                # killed mid-round failed the migration as a refusal).
+                raise exception.TerminalUnreachable(
+                    peer=self.peer, reason='it closed the connection during '
+                    'the handshake (%s) and no longer accepts connections'
+                    % why) from e
             raise exception.TerminalRefused(
                 peer=self.peer, reason='it closed the connection during the '
                 'handshake (%s): it may refuse our certificate (see its '
-                'log)' % (str(e) or type(e).__name__)) from e
+                'log)' % why) from e
         if body['id'] != hello or body['version'] != frames.VERSION:
             raise exception.ProtocolError(
                 code='BAD_VERSION', reason='handshake answered with version '
                 '%d and id %s' % (body['version'], body['id']))
         return self
+
+    async def _listening(self, timeout=5):
+        """Whether the terminal's port still accepts a TCP connection.
+
+        A TLS 1.3 server that refuses our certificate may just close the
+        connection after the handshake, as a dying one does: a refusing
+        server still listens.
+        """
+        try:
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout)
+        except (OSError, asyncio.TimeoutError):
+            return False
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except OSError:
+            pass
+        return True
 
     async def send_config_file(self, session, name, data, piece=1 << 20):
         """D8: send a VM's configuration file within a disk's session."""
