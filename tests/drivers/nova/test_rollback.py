@@ -126,6 +126,9 @@ class TestRollback(test_cutover.CutoverTestBase):
         self.boot()
         self.plan()
         self.cutover()
+        # The source's compute is done with it (its last report is after
+        # the final state's check): nothing of it runs into the next test.
+        self.assertEqual('final_state_checked', self.wait_for_events(6)[-1])
         e = self.assertRaises(rollback.Refused, rollback.run, self.ctx,
                               self.server['id'], out=io.StringIO())
         self.assertIn('completed: nothing to roll back', str(e))
