@@ -20,7 +20,8 @@ rollback's steps, with Nova's own objects and clients:
   volume ``in-use`` by nobody, and a hard reboot at the source would
   connect the destination's copy.
 * Ports: their bindings to the destination are removed.
-* Nova's records: the migration ``error``, the server ACTIVE, no task.
+* Nova's records: the migration ``error``, the server's task cleared (and
+  an ERROR left by a reset made ACTIVE).
 
 Prints what it finds; ``--apply`` does it. Run with nova.conf (as
 nova-manage), where Nova's databases, Placement and Cinder are reachable.
@@ -98,16 +99,18 @@ def plan(ctx, instance, migration, volume_api, reportclient):
         steps.append(('mark migration %s error (it says %s)' % (
             migration.uuid, migration.status), error))
     if instance.task_state is not None or \
-            instance.vm_state != vm_states.ACTIVE:
+            instance.vm_state == vm_states.ERROR:
+        # As Nova's rollback: no task; the state the guest had (a paused
+        # guest stays PAUSED), but not the ERROR of an operator's reset.
         def reset():
             instance.task_state = None
-            instance.vm_state = vm_states.ACTIVE
+            if instance.vm_state == vm_states.ERROR:
+                instance.vm_state = vm_states.ACTIVE
             instance.progress = 0
             instance.drop_migration_context()
             instance.save(expected_task_state=[task_states.MIGRATING, None])
-        steps.append(('set server %s ACTIVE with no task (it is %s, task %s)'
-                      % (instance.uuid, instance.vm_state,
-                         instance.task_state), reset))
+        steps.append(('clear the task of server %s (%s, task %s)' % (
+            instance.uuid, instance.vm_state, instance.task_state), reset))
     return steps
 
 
