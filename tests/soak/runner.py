@@ -442,10 +442,7 @@ class SoakTestCase(cutover.CutoverTestCase):
                                        t.migration_id)
             if proc.returncode == 0:
                 return
-            try:
-                state = db.get(self.ctx, 'migration', t.migration_id)['state']
-            except Exception:   # noqa: MariaDB restarting
-                state = None
+            state = self._state(t)
             if state not in (None, states.READY_FOR_CUTOVER):
                 return
             time.sleep(10)

@@ -790,6 +790,8 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             return
         try:
             self._fedex_pause_work_once(cutover, instance)
+            if cutover.failure is None:
+                self._fedex_send_later(cutover)
         except Exception as e:     # kept for _fedex_post
             cutover.failure = cutover.failure or e
         finally:
@@ -818,7 +820,6 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             commit_seconds=cutover.delta.timings.get('commit'))))
         # From here on site B holds the only current state: go forward.
         if cutover.was_paused:
-            self._fedex_send_later(cutover)
             return
         try:
             cutover.peer.lookupByUUIDString(instance.uuid).resume()
@@ -827,7 +828,6 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                         'it resumes the guest in '
                         'post_live_migration_at_destination', e,
                         instance=instance)
-            self._fedex_send_later(cutover)
             return
         now = time.monotonic()
         cutover.reports.append(('resumed', dict(
@@ -835,7 +835,6 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             resume_seconds=now - delta_done,
             wait_source_seconds=cutover.timings['delta'] -
             cutover.delta.seconds)))
-        self._fedex_send_later(cutover)
 
     def _fedex_post(self, cutover, post_method, recover_method, context,
                     instance, dest, block_migration, migrate_data):
