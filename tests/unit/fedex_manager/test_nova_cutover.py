@@ -450,6 +450,37 @@ class TestMovedThenFailed(NovaCutoverTestCase):
         self.assertIn('do not abort', said[0])
         self.assertEqual([], self.nova.posted)
 
+    def test_it_waits_for_the_error_nova_sets_after_its_record(self):
+        # Nova saves its record "error", then the server ERROR: completed
+        # between the two, the server stayed in ERROR at B (CI's soak).
+        m = self.cutting_over(self.ready_migration())
+        self.delta_applied(m, server_id='vm0')
+        self.moved_then_failed(m)
+        self.nova.migrations[0]['updated_at'] = db.now().isoformat()
+        self.nova.server['status'] = 'ACTIVE'
+        self.assertEqual('running',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual(states.CUTTING_OVER,
+                         db.get(self.ctx, 'migration', m['id'])['state'])
+        self.nova.server['status'] = 'ERROR'
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-resetState': {'state': 'active'}})],
+                         self.nova.posted)
+
+    def test_an_error_nova_never_sets_is_waited_for_a_while(self):
+        # The compute died between the two saves: completed after the
+        # grace, the server ACTIVE as it is.
+        m = self.cutting_over(self.ready_migration())
+        self.delta_applied(m, server_id='vm0')
+        self.moved_then_failed(m)
+        self.nova.migrations[0]['updated_at'] = '2000-01-01T00:00:00.000000'
+        self.nova.server['status'] = 'ACTIVE'
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual([], self.nova.posted)
+
     def test_a_record_stalled_after_the_destination_took_it(self):
         # The source's compute died after the destination's part of the
         # post-migration: the record says "running" for ever.
