@@ -59,7 +59,14 @@ class TestDeviceReturns(base.ManagerTestCase):
             self.assertEqual([], os.listdir(d['path']))
         # One consignment a sweep: on a loaded machine a device erased
         # after a sweep had packed the others goes in the next one.
-        backs = shipping.shipment_list(self.ctx, {'kind': 'return'})
+        # A consignment is recorded DELIVERED after its devices are home
+        # (CI's loaded machine once read it IN_TRANSIT in between).
+
+        def delivered():
+            backs = shipping.shipment_list(self.ctx, {'kind': 'return'})
+            return all(b['state'] == 'DELIVERED' for b in backs) and backs
+        backs = self.dep.wait(delivered, 120,
+                              'the return consignments DELIVERED')
         self.assertTrue(backs)
         for back in backs:
             self.assertEqual(

@@ -114,6 +114,11 @@ STALE_SAME_CONNECTION = [(0, 'init', 0), (0, 'start', 0), (0, 'init', 0),
                          (0, 'start', 0), (0, 'update', 1)]
 
 
+# Seconds an answer may take before the server is taken as hung: a
+# loopback round trip, but CI's loaded machine once took over 5.
+ANSWER_TIMEOUT = 30
+
+
 class TestServerStateMachine(testtools.TestCase):
 
     def setUp(self):
@@ -240,9 +245,10 @@ class TestServerStateMachine(testtools.TestCase):
             conn.writer.write(b'NOT A FRAME' * (choice + 1) + bytes(40))
             await conn.writer.drain()
             # The server answers with an ERROR frame and closes.
-            await asyncio.wait_for(conn._receiver, 5)
+            await asyncio.wait_for(conn._receiver, ANSWER_TIMEOUT)
             raise exception.ConnectionClosed(peer='server', detail='')
         if action == 'reconnect':
             return None
         type_, body, sid = requests[action]
-        return await asyncio.wait_for(conn.request(type_, body, sid), 5)
+        return await asyncio.wait_for(conn.request(type_, body, sid),
+                                      ANSWER_TIMEOUT)
