@@ -57,14 +57,14 @@ class TestDeviceReturns(base.ManagerTestCase):
             self.assertEqual(self.dep.slots_dir('site-a'),
                              os.path.dirname(d['path']))
             self.assertEqual([], os.listdir(d['path']))
-        # One consignment a sweep: on a loaded machine a device erased
-        # after a sweep had packed the others goes in the next one.
-        # A consignment is recorded DELIVERED after its devices are home
-        # (CI's loaded machine once read it IN_TRANSIT in between).
 
         def delivered():
             backs = shipping.shipment_list(self.ctx, {'kind': 'return'})
             return all(b['state'] == 'DELIVERED' for b in backs) and backs
+        # One consignment a sweep: on a loaded machine a device erased
+        # after a sweep had packed the others goes in the next one. Each
+        # is recorded DELIVERED after its devices are home (CI's loaded
+        # machine once read one IN_TRANSIT in between).
         backs = self.dep.wait(delivered, 120,
                               'the return consignments DELIVERED')
         self.assertTrue(backs)
