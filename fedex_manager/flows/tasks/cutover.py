@@ -226,13 +226,20 @@ def _reports_said(reports):
     return 'nova_fedex reported %s, not the end' % said
 
 
+def _unsaved_for(outcome, now):
+    """Seconds since Nova last saved its record; None: no record."""
+    if not outcome.get('updated_at'):
+        return None
+    return (now - nova.iso_to_utc(outcome['updated_at'])).total_seconds()
+
+
 def _stalled(outcome, now):
     """Nova's record says running but nothing saved it for too long."""
-    if outcome['ended'] is not None or not outcome.get('updated_at'):
+    if outcome['ended'] is not None:
         return False
-    saved = nova.iso_to_utc(outcome['updated_at'])
-    return (now - saved).total_seconds() > \
-        CONF.conductor.nova_stall_seconds
+    unsaved = _unsaved_for(outcome, now)
+    return unsaved is not None and \
+        unsaved > CONF.conductor.nova_stall_seconds
 
 
 STALLED = 'Nova lost the live migration'
@@ -491,8 +498,7 @@ def _error_to_come(outcome):
     short soak, seed 2511). Not for a record stalled at "running": the
     compute that would set the ERROR is gone.
     """
-    if outcome['status'] != 'error' or outcome['server_status'] == 'ERROR' \
-            or not outcome.get('updated_at'):
+    if outcome['status'] != 'error' or outcome['server_status'] == 'ERROR':
         return False
-    saved = nova.iso_to_utc(outcome['updated_at'])
-    return (db.now() - saved).total_seconds() < NOVA_ERROR_GRACE
+    unsaved = _unsaved_for(outcome, db.now())
+    return unsaved is not None and unsaved < NOVA_ERROR_GRACE
