@@ -5,7 +5,8 @@
 #
 # --openstack: also what 'fedex-sandbox up --openstack' needs: QEMU, libvirt,
 # busybox (Debian) and the OpenStack services in a second virtualenv,
-# .venv-openstack (~600 MB), with this project installed into it too.
+# .venv-openstack (~600 MB), with this project installed into it too, and
+# the test libraries of the tox envs that run in it (drivers, horizon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OPENSTACK=
@@ -107,9 +108,11 @@ if [ -n "$OPENSTACK" ]; then
         -e '.[server,client,dashboard]' \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     .venv-openstack/bin/python -m pip install -q -c upper-constraints.txt \
-        mysqlclient
+        mysqlclient -r test-requirements.txt \
+        -r tools/openstack-test-requirements.txt \
+        2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     .venv-openstack/bin/python tools/link_ceph_bindings.py --libvirt
-    .venv-openstack/bin/python -c 'import rados, rbd, libvirt, nova, lsrp' \
+    .venv-openstack/bin/python -c 'import rados, rbd, libvirt, nova, lsrp, stestr' \
         || { echo "install.sh: .venv-openstack is incomplete" >&2; exit 1; }
 fi
 echo "install.sh: ready in ${SECONDS} s (.venv, $(.venv/bin/python --version), $(ceph --version | cut -d' ' -f1-3))"

@@ -6,8 +6,8 @@ Nova, Cinder, fedex-api; the sandbox's conductor and terminal agents):
 1. a 1 GiB volume created through Cinder at site A, with 48 MiB of data
    (what a full copy would put on the WAN);
 2. the tiny guest booted through Nova on a site-A host with an rbd root
-   disk, the volume attached; its init writes a counter every 20 ms to
-   both;
+   disk, the volume attached; its init writes a counter every 100 ms
+   to both;
 3. ``openstack server migrate --live-migration --fedex --host site-b-h1
    --cutover automatic --wait``: seed on devices, simulated courier,
    import, WAN catch-up, then nova_fedex's cutover (memory copy, guest

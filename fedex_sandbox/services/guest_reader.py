@@ -1,7 +1,7 @@
 """Read the tiny guest's ticks through librbd, at either site.
 
 The guest (fedex_sandbox.services.guest) writes ``FEDEXTICK <n> <uptime>``
-records to a ring of slots on its disks every ~20 ms. A reader here tells a
+records to a ring of slots on its disks every 100 ms. A reader here tells a
 test whether the guest is alive (its counter advances), where it stopped,
 and the largest gap between consecutive ticks: in the guest's own clock
 (from the ring; under-reports a pause, the guest's clock stops with it) and

@@ -10,7 +10,8 @@ one run for all figures:
 
 It runs as the Nova cutover test does (tests/openstack/test_cutover_nova:
 its own fedex-api, conductor with ``compute_driver = nova`` and terminals)
-and, for the same tiny guest (counter every 20 ms on its rbd disk):
+and, for the same tiny guest (counter every 20 ms on its rbd disk: an
+image of its own, ``PAUSE_TICK_MS``; the default guest ticks every 100 ms):
 
 1. the reference: a plain, memory-only live migration between the two
    site-A hosts (one Ceph cluster);
@@ -56,6 +57,9 @@ from fedex_sandbox.services import guest_reader  # noqa: E402
 from tests.openstack import test_cutover_nova as base  # noqa: E402
 
 ARGS = None
+# The guest's tick: the pause seen from outside is timed to one tick.
+PAUSE_TICK_MS = 20
+
 # Where the injected data goes: past the guest's tick ring.
 DATA_OFFSET = 2 << 20
 
@@ -124,7 +128,8 @@ class CutoverPauseBench(base.TestNovaCutover):
     # --- the reference ----------------------------------------------------------
 
     def plain(self, run=0):
-        server = self.boot('bench-plain-%s-%d' % (self.id_, run))
+        server = self.boot('bench-plain-%s-%d' % (self.id_, run),
+                           self.guest_image(tick_ms=PAUSE_TICK_MS))
         sid = server['id']
         reader = self.reader('site-a', '%s_disk' % sid)
         reader.wait_advancing(ticks=20, timeout=180)
@@ -152,7 +157,8 @@ class CutoverPauseBench(base.TestNovaCutover):
     # --- a FedEx cutover ----------------------------------------------------------
 
     def cutover(self, mib, plain_ms, run=0):
-        server = self.boot('bench-fedex-%s-%g-%d' % (self.id_, mib, run))
+        server = self.boot('bench-fedex-%s-%g-%d' % (self.id_, mib, run),
+                           self.guest_image(tick_ms=PAUSE_TICK_MS))
         sid = server['id']
         image = '%s_disk' % sid
         at_a = self.reader('site-a', image)

@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from xml.etree import ElementTree as etree
@@ -29,6 +30,7 @@ from fedex_manager.db import api as db
 from fedex_manager import states
 from fedex_sandbox import relay
 from fedex_sandbox.services import cloud as cloud_mod
+from fedex_sandbox.services import guest as guest_mod
 from fedex_sandbox.services import guest_reader
 from fedex_sandbox import wan
 from lsrp.server import records
@@ -151,9 +153,41 @@ class CutoverTestCase(base.ManagerTestCase):
 
     # --- helpers ----------------------------------------------------------
 
-    def boot(self, name):
+    def guest_image(self, dirty=0, tick_ms=None):
+        """A Glance image of the guest built from this tree: its name.
+
+        Made once per version of the guest's init: it dirties ``dirty``
+        MiB/s of memory and ticks every ``tick_ms`` (the default image,
+        ``guest``, neither dirties nor has a period of its own).
+        """
+        files = guest_mod.build(os.path.join(
+            tempfile.gettempdir(), 'fedex-guest-%s' % guest_mod.init_digest()))
+        digest = guest_mod.init_digest()
+        name = 'guest-%s-dirty%d' % (digest, dirty)
+        if tick_ms:
+            name += '-tick%d' % tick_ms
+        images = {i['Name']: i['ID'] for i in json.loads(self.openstack(
+            'image', 'list', '-f', 'json'))}
+        if name in images:
+            return name
+        ramdisk = 'guest-ramdisk-%s' % digest
+        if ramdisk not in images:
+            images[ramdisk] = json.loads(self.openstack(
+                'image', 'create', '--disk-format', 'ari',
+                '--container-format', 'ari', '--public', '--file',
+                files['initrd'], '-f', 'json', ramdisk))['id']
+        self.openstack(
+            'image', 'create', '--disk-format', 'raw', '--container-format',
+            'bare', '--public', '--file', files['disk'],
+            '--property', 'kernel_id=%s' % images['guest-kernel'],
+            '--property', 'ramdisk_id=%s' % images[ramdisk],
+            '--property', 'os_command_line=%s' % guest_mod.cmdline(
+                dirty, tick_ms), name)
+        return name
+
+    def boot(self, name, image='guest'):
         server = self.cloud.openstack(
-            'server', 'create', '--flavor', 'm1.mini', '--image', 'guest',
+            'server', 'create', '--flavor', 'm1.mini', '--image', image,
             '--nic', 'none', '--availability-zone',
             'site-a:%s' % SITE_A_HOST, '--wait', name, timeout=600)
         self.addCleanup(self.openstack, 'server', 'delete', '--wait',

@@ -16,13 +16,10 @@ measures the dirty rate and the manager answers with its forecast:
 
 import datetime
 import json
-import os
-import tempfile
 import time
 
 from fedex_manager.db import api as db
 from fedex_manager import states
-from fedex_sandbox.services import guest as guest_mod
 from fedex_sandbox.services import guest_reader
 from tests.openstack import test_cutover_nova as base
 
@@ -36,31 +33,6 @@ class TestConvergence(base.CutoverTestCase):
 
     CONDUCTOR_OPTIONS = {'test_busy_guest_refused_before_the_pause': {
         'cutover_max_attempts': 1}}
-
-    def image(self, dirty):
-        """A Glance image of the guest built from this tree, dirtying."""
-        files = guest_mod.build(os.path.join(
-            tempfile.gettempdir(), 'fedex-guest-%s' % guest_mod.init_digest()))
-        digest = guest_mod.init_digest()
-        name = 'guest-%s-dirty%d' % (digest, dirty)
-        images = {i['Name']: i['ID'] for i in json.loads(self.openstack(
-            'image', 'list', '-f', 'json'))}
-        if name in images:
-            return name
-        ramdisk = 'guest-ramdisk-%s' % digest
-        if ramdisk not in images:
-            images[ramdisk] = json.loads(self.openstack(
-                'image', 'create', '--disk-format', 'ari',
-                '--container-format', 'ari', '--public', '--file',
-                files['initrd'], '-f', 'json', ramdisk))['id']
-        self.openstack(
-            'image', 'create', '--disk-format', 'raw', '--container-format',
-            'bare', '--public', '--file', files['disk'],
-            '--property', 'kernel_id=%s' % images['guest-kernel'],
-            '--property', 'ramdisk_id=%s' % images[ramdisk],
-            '--property', 'os_command_line=%s' % guest_mod.cmdline(dirty),
-            name)
-        return name
 
     def boot_image(self, name, image):
         server = self.cloud.openstack(
@@ -98,7 +70,7 @@ class TestConvergence(base.CutoverTestCase):
 
     def test_busy_guest_refused_before_the_pause(self):
         sid = self.boot_image('fedex-conv-refuse-%s' % self.id_,
-                              self.image(DIRTY))
+                              self.guest_image(DIRTY))
         at_a = self.reader('site-a', '%s_disk' % sid)
         at_a.wait_advancing(ticks=20, timeout=180)
         m = self.ready(sid, 'refuse')
@@ -144,7 +116,7 @@ class TestConvergence(base.CutoverTestCase):
 
     def _converges(self, dirty, means):
         sid = self.boot_image('fedex-conv-%d-%s' % (dirty, self.id_),
-                              self.image(dirty))
+                              self.guest_image(dirty))
         image = '%s_disk' % sid
         self.reader('site-a', image).wait_advancing(ticks=20, timeout=180)
         m = self.ready(sid, 'auto-converge')
@@ -189,7 +161,7 @@ class TestConvergence(base.CutoverTestCase):
                   began_copy.replace(tzinfo=datetime.timezone.utc).timestamp())
         paused = reports['resumed']['details']['pause_seconds']
         # A throttled guest ticks slowly: its ticks' rhythm at A in the
-        # last seconds before it left (0.02 s when not throttled).
+        # last seconds before it left (its tick's period, 0.1 s, when not throttled).
         rhythm = max(b[0] - a[0] for a, b in zip(poll_a.changes[-6:-1],
                                                  poll_a.changes[-5:]))
         print('%s: pause seen from outside %.3f s (ticks at A every %.3f s '

@@ -118,14 +118,24 @@ class TestGuestRing(testtools.TestCase):
         ring = bytearray(guest.SLOTS * guest.SLOT)
         for n, up in ((5, 1.00), (6, 1.02), (7, 1.50), (8, 1.52)):
             slot = n % guest.SLOTS
-            rec = ('FEDEXTICK %d %.2f' % (n, up)).ljust(guest.SLOT - 1)
+            # As the guest's dd writes it: the line, NULs to the slot's end.
+            rec = ('FEDEXTICK %d %.2f\n' % (n, up)).encode()
             ring[slot * guest.SLOT:(slot + 1) * guest.SLOT] = \
-                (rec + '\n').encode()
+                rec.ljust(guest.SLOT, b'\0')
         ticks = guest_reader.parse_ring(bytes(ring))
         self.assertEqual([5, 6, 7, 8], [t.counter for t in ticks])
         self.assertAlmostEqual(
             0.48, guest_reader.GuestReader.largest_guest_gap(ticks))
         self.assertEqual([], guest_reader.parse_ring(bytes(4096)))
+
+    def test_command_line_sets_dirtying_and_period(self):
+        from fedex_sandbox.services import guest
+        self.assertEqual(guest.BASE_CMDLINE, guest.cmdline())
+        self.assertEqual(guest.BASE_CMDLINE + ' fedex_dirty_mb_s=20 '
+                         'fedex_tick_ms=20', guest.cmdline(20, tick_ms=20))
+        init = guest.init_script()
+        self.assertIn('tick_ms=%d\n' % guest.PERIOD_MS, init)
+        self.assertIn('usleep $((tick_ms * 1000))', init)
 
 
 class TestNeutronStandIn(testtools.TestCase):
