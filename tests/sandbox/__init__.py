@@ -1,0 +1,1 @@
+"""The sandbox's own life cycle, by hand (``tox -e sandbox``)."""
