@@ -8,7 +8,7 @@ one run for all figures:
         .tox/openstack/bin/python tests/benchmarks/cutover_pause_bench.py \\
         [--deltas-mib 1,8] [--wan-mbit 100] [--repeat 3]
 
-It runs as the Nova cutover test does (tests/openstack/test_cutover_nova:
+It runs as the Nova cutover test does (tests/scenarios/test_nova_cutover:
 its own fedex-api, conductor with ``compute_driver = nova`` and terminals)
 and, for the same tiny guest (counter every 20 ms on its rbd disk: an
 image of its own, ``PAUSE_TICK_MS``; the default guest ticks every 100 ms):
@@ -55,6 +55,7 @@ from fedex_manager.flows.tasks import cutover as cutover_tasks  # noqa: E402
 from fedex_sandbox.services import guest as guest_mod  # noqa: E402
 from fedex_sandbox.services import guest_reader  # noqa: E402
 from tests.openstack import test_cutover_nova as base  # noqa: E402
+from tests.scenarios import test_nova_cutover  # noqa: E402
 
 ARGS = None
 # The guest's tick: the pause seen from outside is timed to one tick.
@@ -64,7 +65,7 @@ PAUSE_TICK_MS = 20
 DATA_OFFSET = 2 << 20
 
 
-class CutoverPauseBench(base.TestNovaCutover):
+class CutoverPauseBench(test_nova_cutover.TestNovaCutover):
 
     def test_pause(self):
         deltas = [float(x) for x in ARGS.deltas_mib.split(',')]

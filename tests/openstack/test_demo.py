@@ -10,7 +10,12 @@ site-B host reading both disks from cluster B (``virsh dumpxml``), the
 volume in-use at site B's backend, the guest still counting on both, and a
 detach and attach of the volume at site B through stock Cinder and Nova.
 (This is the success path of the volume cutover; test_cutover_volume keeps
-the refusals and the rollback.)
+the refusals and the rollback.) And what the cutover test of a server alone
+checks (``tests/scenarios/test_nova_cutover``, by hand since 2026-11-29):
+every path over the emulated WAN, the memory stream and libvirt's control
+in TLS from their first byte, nova_fedex's comparison of the final state,
+the server locked for the move, unlocked after and scheduled inside site
+B by a plain live migration.
 """
 
 import json
@@ -20,14 +25,16 @@ import sys
 from xml.etree import ElementTree as etree
 
 from fedex_sandbox.manager import cloud_demo
+from fedex_sandbox import wan
 from tests.openstack import base
+from tests.openstack import test_cutover_nova as nova_t
 
 MiB = 1 << 20
 # Catch-up deltas only: the volume alone holds 48 MiB.
 WAN_BOUND = 16 * MiB
 
 
-class TestDemo(base.CloudTestCase):
+class TestDemo(nova_t.WanChecks, base.CloudTestCase):
 
     def run_demo(self):
         exe = os.path.join(os.path.dirname(sys.executable), 'fedex-sandbox')
@@ -70,7 +77,16 @@ class TestDemo(base.CloudTestCase):
             self.assertEqual(secret, d.find('auth/secret').get('uuid'), name)
 
     def test_demo_moves_server_and_volume(self):
+        # What an eavesdropper on the link sees of the memory stream and of
+        # libvirt's control connections.
+        tap = wan.Tap.of_paths(wan.SandboxWan(self.sandbox)).start()
+        self.addCleanup(tap.stop)
         report, output = self.run_demo()
+        self.assert_encrypted_on_the_wan(tap.stop())
+        self.assert_crossed_the_wan(report['wan_bytes_per_path'])
+        # nova_fedex compared the whole images itself after the resume.
+        self.assertEqual('final_state_checked',
+                         report['final_state_checked_by_nova'])
         # What the demo printed as it went: the way there, the cutover.
         for seen in ('EXPORTING', 'READY_FOR_CUTOVER', 'CUTTING_OVER',
                      'COMPLETED', 'destination == source'):
@@ -113,4 +129,28 @@ class TestDemo(base.CloudTestCase):
         before = vol_b.last().counter
         self.assert_counting(sid, vol_b)
         self.assertGreater(vol_b.last().counter, before)
+        self.assert_belongs_to_b(report['migration'], sid, root_b, vol_b)
         print('demo: %s' % json.dumps(report))
+
+    def assert_belongs_to_b(self, mid, sid, *readers):
+        """Locked for the move, unlocked after; Nova keeps it in site B.
+
+        The cutover (an admin's live migration) went through the lock. The
+        server was booted pinned to site A's zone: nova_fedex rewrote its
+        RequestSpec's zone to B's, so a scheduled live migration (no host
+        given) finds site-b-h2.
+        """
+        events = [e['message'] for e in self.os(
+            'fedex', 'migration', 'event', 'list', mid)]
+        self.assertTrue(any(e.startswith('servers locked in Nova: %s locked'
+                                         % sid) for e in events), events)
+        self.wait_for('server %s unlocked' % sid, lambda: not self.os(
+            '--os-compute-api-version', '2.73', 'server', 'show',
+            sid)['locked'], 120, interval=3)
+        self.cloud.openstack_plain('--os-compute-api-version', '2.latest',
+                                   'server', 'migrate', '--live-migration',
+                                   '--wait', sid)
+        shown = self.os('server', 'show', sid)
+        self.assertEqual(('ACTIVE', 'site-b-h2'), (
+            shown['status'], shown['OS-EXT-SRV-ATTR:host']))
+        self.assert_counting(sid, *readers)

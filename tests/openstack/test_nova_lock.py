@@ -4,8 +4,8 @@ The manager locks each server of a migration when its first phase starts
 (compute API 2.73, ``locked_reason`` naming the migration) and unlocks it
 when the migration ends; a server deleted anyway aborts the migration: at
 once on Nova's notification, or at the sweeper's look in Nova.
-The cutover of a locked server is shown by test_cutover_nova (it runs on a
-locked server and checks the lock is gone once COMPLETED).
+The cutover of a locked server is shown by the demo's test (test_demo: it
+runs on a locked server and checks the lock is gone once COMPLETED).
 """
 
 import time
