@@ -440,9 +440,13 @@ def _moved_though_failed(ctx, m, outcomes, moved, began, events):
     the disks the guest ran on at B. With nova_fedex's report that the
     final delta was applied, the guest runs at B on the final state: the
     cutover completed; the server, in ERROR but running there, is reset
-    to ACTIVE (once Nova set it: :func:`_error_to_come`). Without it
-    (the report lost), whether B's disks hold the final state is not
-    known here: the operator decides, told not to abort.
+    to ACTIVE (once Nova set it: :func:`_error_to_come`). That report
+    lost (a compute killed before it sent it), the server's host says the
+    same: nova_fedex lets Nova's post-migration run, which makes the
+    destination the server's host, only once the final delta is applied
+    (``FedexLibvirtDriver._fedex_post``); a failed delta rolls back with
+    the source as host. Servers split between the sites are the
+    operator's, told not to abort.
     """
     applied = _delta_applied(ctx, m, began)
     said = '; '.join(
@@ -450,22 +454,18 @@ def _moved_though_failed(ctx, m, outcomes, moved, began, events):
             sid, o['host'], o['migration'], o['status'],
             ': %s' % o['reason'] if o['reason'] else '')
         for sid, o in sorted(moved.items()))
-    unsure = sorted(sid for sid in moved if sid not in applied)
+    unreported = sorted(sid for sid in moved if sid not in applied)
     elsewhere = sorted(sid for sid, o in outcomes.items()
                        if o['host'] != m['dest_host'])
-    if unsure or elsewhere:
+    if elsewhere:
         text = (
-            '%s to %s (%s)%s%s: the cutover waits for the operator. Look '
-            'where each guest runs (virsh list at both sites) and at Nova\'s '
-            'records (doc/source/cutover-e2e.rst); do not abort the '
-            'migration: it would remove the disks at %s under a guest '
-            'that runs on them' % (
-                MOVED, m['dest_host'], said,
-                '; nova_fedex did not report the final delta of %s applied, '
-                'so B\'s disks may lack the last writes' % ', '.join(unsure)
-                if unsure else '',
-                '; %s still at the source' % ', '.join(elsewhere)
-                if elsewhere else '', m['dest_host']))
+            '%s to %s (%s); %s still at the source: the cutover waits for '
+            'the operator. Look where each guest runs (virsh list at both '
+            'sites) and at Nova\'s records (doc/source/cutover-e2e.rst); do '
+            'not abort the migration: it would remove the disks at %s '
+            'under a guest that runs on them' % (
+                MOVED, m['dest_host'], said, ', '.join(elsewhere),
+                m['dest_host']))
         if not any(e['message'] == text for e in events):
             db.add_event(ctx, 'migration', m['id'], 'cutover', text,
                          migration_id=m['id'])
@@ -479,10 +479,16 @@ def _moved_though_failed(ctx, m, outcomes, moved, began, events):
         cutover_actions.migration_cutover_finish(
             ctx, m['id'], success=True, message=(
                 'the servers run at %s on their final state: Nova failed '
-                'its live migrations after the move (%s), and nova_fedex '
-                'reported each final delta applied; Nova\'s records of '
-                'the move may be incomplete (doc/source/nova.rst)' % (
-                    m['dest_host'], said)))
+                'its live migrations after the move (%s), and %s; Nova\'s '
+                'records of the move may be incomplete '
+                '(doc/source/nova.rst)' % (
+                    m['dest_host'], said,
+                    'nova_fedex reported each final delta applied'
+                    if not unreported else
+                    'nova_fedex\'s report of the final delta of %s was lost, '
+                    'but Nova made %s their host, which nova_fedex lets it '
+                    'do only once the final delta is applied' % (
+                        ', '.join(unreported), m['dest_host']))))
     except (exception.InvalidTransition, exception.Conflict):
         return 'ended'
     return 'completed'

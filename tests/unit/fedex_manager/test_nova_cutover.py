@@ -432,23 +432,26 @@ class TestMovedThenFailed(NovaCutoverTestCase):
         self.assertEqual('completed',
                          cutover_tasks.reconcile_nova_cutover(self.ctx, m))
 
-    def test_without_that_report_the_operator_decides(self):
+    def test_without_that_report_the_host_says_it(self):
+        # The report lost (another server's does not count): Nova made the
+        # destination its host, which nova_fedex lets it do only once the
+        # final delta is applied.
         m = self.cutting_over(self.ready_migration())
         self.delta_applied(m, server_id='another-server')
         self.moved_then_failed(m)
-        for _ in range(2):
-            self.assertEqual('moved',
-                             cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        self.assertEqual('completed',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
         m = db.get(self.ctx, 'migration', m['id'])
-        self.assertEqual(states.CUTTING_OVER, m['state'])
-        said = [t for t in self.messages(m) if 'waits for the operator' in t]
-        self.assertEqual(1, len(said), said)
-        self.assertIn('after they moved the servers to b1 (server vm0 on b1, '
-                      'Nova\'s record 7 error', said[0])
-        self.assertIn('did not report the final delta of vm0 applied',
-                      said[0])
-        self.assertIn('do not abort', said[0])
-        self.assertEqual([], self.nova.posted)
+        self.assertEqual(states.COMPLETED, m['state'])
+        said = [t for t in self.messages(m) if 'final state' in t]
+        self.assertEqual(1, len(said), self.messages(m))
+        self.assertIn('the final delta of vm0 was lost, but Nova made b1 '
+                      'their host', said[0])
+        self.assertFalse(any('waits for the operator' in t
+                             for t in self.messages(m)), self.messages(m))
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-resetState': {'state': 'active'}})],
+                         self.nova.posted)
 
     def test_it_waits_for_the_error_nova_sets_after_its_record(self):
         # Nova saves its record "error", then the server ERROR: completed
