@@ -1,7 +1,8 @@
 #!/bin/bash
 # Install everything this project needs on Debian 12, as root, idempotently:
 # Debian's Ceph (daemons, CLI, Python bindings) and a virtualenv in .venv with
-# this project, tox, and the bindings linked in.
+# this project, its test and doc requirements (tox runs py3 and docs in it),
+# tox, and the bindings linked in.
 #
 # --openstack: also what 'fedex-sandbox up --openstack' needs: QEMU, libvirt,
 # busybox (Debian) and the OpenStack services in a second virtualenv,
@@ -87,7 +88,8 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q -c upper-constraints.txt \
-    -e '.[server,client,dashboard,plot]' -r test-requirements.txt tox \
+    -e '.[server,client,dashboard,plot]' -r test-requirements.txt \
+    -r doc/requirements.txt tox \
     2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 # mysqlclient (the C MySQL driver, GPL-2.0) is no requirement of this
 # Apache-2.0 project: a deployment picks its driver in [database]
