@@ -64,7 +64,10 @@ def main():
                         'run (stestr --repo-url), when not the default')
     args = parser.parse_args()
     repo = ['--repo-url', args.repo_url] if args.repo_url else []
-    stream = subprocess.run(['stestr'] + repo + ['last', '--subunit'],
+    # This interpreter's stestr: the envs that run in .venv or
+    # .venv-openstack (tox.ini) have none on their PATH.
+    stream = subprocess.run([sys.executable, '-m', 'stestr'] + repo +
+                            ['last', '--subunit'],
                             capture_output=True, check=True).stdout
     summary = testtools.StreamSummary()
     summary.startTestRun()
