@@ -151,9 +151,9 @@ class CutoverTestCase(base.ManagerTestCase):
         MiB/s of memory and ticks every ``tick_ms`` (the default image,
         ``guest``, neither dirties nor has a period of its own).
         """
-        files = guest_mod.build(os.path.join(
-            tempfile.gettempdir(), 'fedex-guest-%s' % guest_mod.init_digest()))
         digest = guest_mod.init_digest()
+        files = guest_mod.build(os.path.join(tempfile.gettempdir(),
+                                             'fedex-guest-%s' % digest))
         name = 'guest-%s-dirty%d' % (digest, dirty)
         if tick_ms:
             name += '-tick%d' % tick_ms
