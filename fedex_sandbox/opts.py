@@ -66,8 +66,11 @@ sandbox_opts = [
                help='Refuse to start when the filesystem of the sandbox directory has '
                     'less free space than this, in MiB.'),
     cfg.IntOpt('start_timeout',
-               default=90, min=5,
-               help='Seconds to wait for both sites to report HEALTH_OK.'),
+               default=180, min=5,
+               help='Seconds to wait for both sites to report HEALTH_OK and '
+                    'for MariaDB, RabbitMQ and ZooKeeper to answer. A daemon '
+                    'that exits is reported at once; this bounds a slow '
+                    'start on a busy machine.'),
 ]
 
 

@@ -37,7 +37,7 @@ class Sandbox(object):
     """Both sites of the local sandbox, all state under one directory."""
 
     def __init__(self, root, base_port=None, osd_size_gib=64,
-                 min_free_mib=2048, start_timeout=90):
+                 min_free_mib=2048, start_timeout=180):
         self.root = os.path.abspath(root)
         if base_port is None:
             base_port = self.remembered_base_port(self.root)
@@ -49,7 +49,8 @@ class Sandbox(object):
                       for i, name in enumerate(site_mod.SITES)]
         self.pki = os.path.join(self.root, 'pki')
         self.run_dir = os.path.join(self.root, 'run')
-        self.shared = shared_mod.SharedServices(self.root, base_port)
+        self.shared = shared_mod.SharedServices(self.root, base_port,
+                                                start_timeout)
 
     def cloud(self):
         """The OpenStack mini-cloud of this sandbox."""

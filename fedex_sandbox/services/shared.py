@@ -123,9 +123,12 @@ def _zk_ruok(port):
 class SharedServices(base.ServiceSet):
     """MariaDB, RabbitMQ and ZooKeeper of one sandbox."""
 
-    def __init__(self, root, base_port):
+    def __init__(self, root, base_port, start_timeout=180):
         self.root = os.path.abspath(root)
         self.base_port = base_port
+        # A busy machine's RabbitMQ (Erlang's boot) can take more than a
+        # minute; a daemon that exits is reported at once whatever this is.
+        self.start_timeout = start_timeout
         self.dir = os.path.join(self.root, 'services')
         self.run_dir = os.path.join(self.dir, 'run')
         self.log_dir = os.path.join(self.dir, 'log')
@@ -205,7 +208,7 @@ class SharedServices(base.ServiceSet):
             'mariadb', ['/usr/sbin/mariadbd', '--defaults-file=' + cnf],
             self.run_dir, self.log_dir, marker=cnf,
             port=self.port('mariadb'), log_file=self._log('mariadb'),
-            stop_timeout=30)
+            stop_timeout=30, start_timeout=self.start_timeout)
 
     def _rabbit_env(self):
         d = self._dir('rabbitmq')
@@ -241,7 +244,8 @@ class SharedServices(base.ServiceSet):
             port=self.port('rabbitmq'), env=env,
             log_file=os.path.join(self.log_dir, env['RABBITMQ_NODENAME']
                                   + '.log'),
-            stop_timeout=30, extra_pids=[self._epmd_pids])
+            stop_timeout=30, start_timeout=self.start_timeout,
+            extra_pids=[self._epmd_pids])
 
     def zookeeper(self):
         d = self._dir('zookeeper')
@@ -255,7 +259,7 @@ class SharedServices(base.ServiceSet):
              '-cp', ':'.join(jars),
              'org.apache.zookeeper.server.quorum.QuorumPeerMain', cfg],
             self.run_dir, self.log_dir, marker=cfg,
-            port=self.port('zookeeper'),
+            port=self.port('zookeeper'), start_timeout=self.start_timeout,
             ready=lambda: _zk_ruok(self.port('zookeeper')))
 
     def services(self):
