@@ -18,6 +18,9 @@ if [[ "$1" == "stack" && "$2" == "install" ]]; then
 elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
     echo_summary "Configuring openstack-fedex"
     configure_fedex
+    if is_service_enabled fedex-terminal; then
+        configure_fedex_tls
+    fi
     if is_service_enabled fedex-api fedex-conductor; then
         configure_fedex_manager
     fi

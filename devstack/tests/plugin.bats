@@ -66,18 +66,188 @@ not_called() {
     not_called "python -c"
 }
 
-@test "post-config: lsrp.conf names the site, Ceph and the terminal" {
+@test "post-config: lsrp.conf is lsrp-agent's, with the sandbox's sections" {
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     FEDEX_SITE_NAME=site-b
     load_plugin
     phase stack post-config
-    [ "$(iniget "$FEDEX_CONF" ceph site_name)" = site-b ]
-    [ "$(iniget "$FEDEX_CONF" ceph conf_file)" = /etc/ceph/ceph.conf ]
-    [ "$(iniget "$FEDEX_CONF" server name)" = terminal-site-b ]
-    [ "$(iniget "$FEDEX_CONF" server port)" = 7480 ]
-    [ "$(iniget "$FEDEX_CONF" shipment state_dir)" = "$DATA_DIR/fedex/shipments" ]
-    [ -d "$DATA_DIR/fedex" ]
+    local conf=$FEDEX_CONF pki=$BATS_TEST_TMPDIR/etc/lsrp/pki
+    # The manager's bus and key store, as fedex.conf has them.
+    called iniset "$conf" DEFAULT transport_url \
+        "rabbit://stackrabbit:secret@192.0.2.10:5672/"
+    [ "$(iniget "$conf" shipment_keys backend)" = file ]
+    [ "$(iniget "$conf" shipment_keys key_dir)" = "$DATA_DIR/fedex/shipment-keys" ]
+    [ "$(iniget "$conf" shipment_keys key_dir)" = \
+        "$(iniget "$FEDEX_MANAGER_CONF" shipment_keys key_dir)" ]
+    # [agent]: who the terminal is and where its peers reach it.
+    called iniset "$conf" agent name terminal-site-b
+    called iniset "$conf" agent site site-b
+    called iniset "$conf" agent slots_dir "$DATA_DIR/fedex/slots"
+    called iniset "$conf" agent lsrp_address 192.0.2.10:7480
+    called iniset "$conf" agent heartbeat_interval 10
+    [ -d "$DATA_DIR/fedex/slots" ]
+    # [server]: the lsrp-server the agent runs, over mutual TLS.
+    [ "$(iniget "$conf" server name)" = terminal-site-b ]
+    [ "$(iniget "$conf" server host)" = 192.0.2.10 ]
+    [ "$(iniget "$conf" server port)" = 7480 ]
+    called iniset "$conf" server tls_ca "$pki/ca.pem"
+    called iniset "$conf" server tls_cert "$pki/terminal-site-b.pem"
+    called iniset "$conf" server tls_key "$pki/terminal-site-b.key"
+    [ "$(iniget "$conf" server rbd_sink)" = True ]
+    # [ceph]: the keyring ceph.conf names, unless one is given.
+    [ "$(iniget "$conf" ceph site_name)" = site-b ]
+    [ "$(iniget "$conf" ceph conf_file)" = /etc/ceph/ceph.conf ]
+    [ "$(iniget "$conf" ceph client_name)" = admin ]
+    not_called "iniset $conf ceph keyring"
+    # [shipment]: the engine's journals and keys.
+    [ "$(iniget "$conf" shipment state_dir)" = "$DATA_DIR/fedex/shipments" ]
+    [ "$(iniget "$conf" shipment key_dir)" = "$DATA_DIR/fedex/keys" ]
+}
+
+@test "post-config: every option written to lsrp.conf is one lsrp-agent reads" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    FEDEX_CEPH_KEYRING=/etc/ceph/ceph.client.admin.keyring
+    load_plugin
+    phase stack post-config
+    # Where lsrp-agent's register_opts finds each group's options.
+    local section key src n=0
+    while read -r section key; do
+        case $section in
+            agent) src=fedex_manager/agent/agent.py ;;
+            shipment_keys) src=fedex_manager/keys.py ;;
+            *) src=lsrp/opts.py ;;
+        esac
+        grep -q "Opt('$key'" "$REPO/$src" || {
+            echo "[$section] $key: no such option in $src"; return 1; }
+        n=$((n + 1))
+    done < <(python3 -c '
+import configparser, sys
+cp = configparser.RawConfigParser()
+cp.optionxform = str
+cp.read(sys.argv[1])
+for s in cp.sections():
+    for k in cp[s]:
+        if k not in cp.defaults():
+            print(s, k)' "$FEDEX_CONF")
+    # [agent] 5, [server] 7, [ceph] 4, [shipment] 2, [shipment_keys] 2.
+    [ "$n" -eq 20 ]
+}
+
+@test "post-config: the terminal's options from local.conf" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    FEDEX_TRANSPORT_URL=rabbit://stackrabbit:secret@192.0.2.20:5672/
+    FEDEX_TERMINAL_ADDRESS=198.51.100.7:17480
+    FEDEX_SLOTS_DIR=$BATS_TEST_TMPDIR/slots
+    FEDEX_CEPH_KEYRING=/etc/ceph/ceph.client.fedex.keyring
+    FEDEX_TLS_CA=$BATS_TEST_TMPDIR/ca/ca.pem
+    FEDEX_TLS_CA_KEY=$BATS_TEST_TMPDIR/ca/ca.key
+    load_plugin
+    phase stack post-config
+    local conf=$FEDEX_CONF
+    [ "$(iniget "$conf" DEFAULT transport_url)" = \
+        rabbit://stackrabbit:secret@192.0.2.20:5672/ ]
+    [ "$(iniget "$FEDEX_MANAGER_CONF" DEFAULT transport_url)" = \
+        rabbit://stackrabbit:secret@192.0.2.20:5672/ ]
+    [ "$(iniget "$conf" agent lsrp_address)" = 198.51.100.7:17480 ]
+    [ "$(iniget "$conf" agent slots_dir)" = "$BATS_TEST_TMPDIR/slots" ]
+    [ -d "$BATS_TEST_TMPDIR/slots" ]
+    [ "$(iniget "$conf" ceph keyring)" = /etc/ceph/ceph.client.fedex.keyring ]
+    [ "$(iniget "$conf" server tls_ca)" = "$BATS_TEST_TMPDIR/ca/ca.pem" ]
+    [ -f "$BATS_TEST_TMPDIR/ca/ca.key" ]
+}
+
+@test "post-config: a CA and the terminal's certificate made when absent, kept after" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    load_plugin
+    phase stack post-config
+    local pki=$FEDEX_CONF_DIR/pki cert=$FEDEX_CONF_DIR/pki/terminal-site-a.pem
+    # Good for both ends of the mutual TLS, under the name peers check.
+    openssl verify -purpose sslserver -CAfile "$pki/ca.pem" "$cert"
+    openssl verify -purpose sslclient -CAfile "$pki/ca.pem" "$cert"
+    openssl x509 -in "$cert" -noout -ext subjectAltName | grep -q DNS:terminal-site-a
+    [ "$(stat -c %a "$pki/terminal-site-a.key")" = 600 ]
+    [ "$(stat -c %a "$pki/ca.key")" = 600 ]
+    local before
+    before=$(cat "$pki"/*)
+    phase stack post-config
+    [ "$(cat "$pki"/*)" = "$before" ]
+}
+
+@test "post-config at site B with site A's CA: the two terminals trust each other" {
+    local ca=$BATS_TEST_TMPDIR/site-a-ca
+    (
+        FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/a/etc/lsrp
+        FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/a/etc/fedex
+        load_plugin
+        phase stack post-config
+    )
+    mkdir "$ca"
+    cp "$BATS_TEST_TMPDIR"/a/etc/lsrp/pki/ca.* "$ca"
+    (
+        FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/b/etc/lsrp
+        FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/b/etc/fedex
+        FEDEX_SITE_NAME=site-b
+        FEDEX_TLS_CA=$ca/ca.pem
+        FEDEX_TLS_CA_KEY=$ca/ca.key
+        load_plugin
+        phase stack post-config
+    )
+    cmp "$ca/ca.pem" "$BATS_TEST_TMPDIR/a/etc/lsrp/pki/ca.pem"
+    [ ! -e "$BATS_TEST_TMPDIR/b/etc/lsrp/pki/ca.pem" ]
+    # Site B's terminal connects to site A's as lsrp.tls does (TLS 1.3,
+    # client certificate required, the server's name checked).
+    python3 - "$ca/ca.pem" "$BATS_TEST_TMPDIR/a/etc/lsrp/pki/terminal-site-a" \
+        "$BATS_TEST_TMPDIR/b/etc/lsrp/pki/terminal-site-b" <<'PY'
+import ssl, sys
+ca, a, b = sys.argv[1:]
+def context(purpose, files):
+    c = ssl.create_default_context(purpose, cafile=ca)
+    c.minimum_version = ssl.TLSVersion.TLSv1_3
+    c.load_cert_chain(files + '.pem', files + '.key')
+    return c
+server = context(ssl.Purpose.CLIENT_AUTH, a)
+server.verify_mode = ssl.CERT_REQUIRED
+client = context(ssl.Purpose.SERVER_AUTH, b)
+to_a, to_b = ssl.MemoryBIO(), ssl.MemoryBIO()
+ends = [client.wrap_bio(to_b, to_a, server_hostname='terminal-site-a'),
+        server.wrap_bio(to_a, to_b, server_side=True)]
+for _ in range(10):
+    for end in list(ends):
+        try:
+            end.do_handshake()
+            ends.remove(end)
+        except ssl.SSLWantReadError:
+            pass
+assert not ends, 'handshake not done'
+PY
+}
+
+@test "post-config: a certificate to make and a CA without its key stops stack.sh" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    mkdir -p "$BATS_TEST_TMPDIR/ca"
+    openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+        -subj /CN=other-ca -keyout /dev/null -out "$BATS_TEST_TMPDIR/ca/ca.pem"
+    FEDEX_TLS_CA=$BATS_TEST_TMPDIR/ca/ca.pem
+    FEDEX_TLS_CA_KEY=$BATS_TEST_TMPDIR/ca/ca.key
+    load_plugin
+    run phase stack post-config
+    [ "$status" -ne 0 ]
+    [[ $output == *"die: no $FEDEX_CONF_DIR/pki/terminal-site-a.pem and no CA"* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/ca/ca.key" ]
+}
+
+@test "post-config without fedex-terminal: no certificate made" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    disable_service fedex-terminal
+    load_plugin
+    phase stack post-config
+    [ ! -e "$FEDEX_CONF_DIR/pki" ]
 }
 
 @test "post-config: fedex.conf, database, uwsgi and the vm-shipping catalog entry" {
@@ -177,7 +347,7 @@ not_called() {
     [ "$(iniget "$NOVA_CPU_CONF" fedex site_name)" = site-a ]
 }
 
-@test "extra: schema synced, then the three services started" {
+@test "extra: schema synced, then the three services started, the terminal as lsrp-agent" {
     load_plugin
     phase stack extra
     local bin=$BATS_TEST_TMPDIR/bin
@@ -185,7 +355,9 @@ not_called() {
     called run_process fedex-api \
         "$bin/uwsgi --procname-prefix fedex-api --ini /etc/fedex/fedex-api-uwsgi.ini"
     called run_process fedex-conductor "$bin/fedex-conductor --config-file /etc/fedex/fedex.conf"
-    called run_process fedex-terminal "$bin/lsrp-server --config-file /etc/lsrp/lsrp.conf"
+    called run_process fedex-terminal "$bin/lsrp-agent --config-file /etc/lsrp/lsrp.conf"
+    # The terminal with the manager's agent, as the sandbox runs it.
+    grep -q "lsrp-agent = fedex_manager.agent.agent:main" "$REPO/setup.cfg"
     # The schema before the services that use it.
     [ "$(grep -n 'db sync' "$CALLS" | cut -d: -f1)" -lt \
       "$(grep -n 'run_process fedex-api' "$CALLS" | cut -d: -f1)" ]
@@ -199,7 +371,7 @@ not_called() {
     not_called "run_process fedex-api"
     not_called "run_process fedex-conductor"
     called run_process fedex-terminal \
-        "$BATS_TEST_TMPDIR/bin/lsrp-server --config-file /etc/lsrp/lsrp.conf"
+        "$BATS_TEST_TMPDIR/bin/lsrp-agent --config-file /etc/lsrp/lsrp.conf"
 }
 
 @test "test-config: tempest knows the service" {

@@ -86,6 +86,8 @@ PY
 }
 
 echo_summary() { :; }
+# die LINENO MESSAGE...: devstack stops stack.sh with the message.
+die() { shift; echo "die: $*"; exit 1; }
 sudo() { "$@"; }
 install_package() { record install_package "$@"; }
 setup_develop() { record setup_develop "$@"; }
