@@ -5,6 +5,25 @@
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 
+# One CA and a certificate per site, made once for the file by the plugin's
+# own configure_fedex_tls: the tests that are not about making them start
+# with them in place (with_pki), and make none.
+setup_file() {
+    local pki=$BATS_FILE_TMPDIR/pki
+    (
+        die() { shift; echo "die: $*" >&2; exit 1; }
+        source "$REPO/devstack/lib/fedex"
+        FEDEX_TLS_CA=$pki/ca.pem
+        FEDEX_TLS_CA_KEY=$pki/ca.key
+        for FEDEX_SITE_NAME in site-a site-b; do
+            FEDEX_TERMINAL_NAME=terminal-$FEDEX_SITE_NAME
+            FEDEX_TLS_CERT=$pki/$FEDEX_TERMINAL_NAME.pem
+            FEDEX_TLS_KEY=$pki/$FEDEX_TERMINAL_NAME.key
+            configure_fedex_tls
+        done
+    )
+}
+
 setup() {
     source "$BATS_TEST_DIRNAME/stubs.bash"
     FEDEX_DIR=$REPO
@@ -18,6 +37,19 @@ setup() {
 # Load the plugin as devstack does: local.conf's lines, then settings.
 load_plugin() {
     source "$REPO/devstack/settings"
+}
+
+# The CA and this terminal's certificate already where the settings put
+# them (after load_plugin), as on a node stacked before: post-config keeps
+# them, and an openssl call fails the test.
+with_pki() {
+    local pki=$BATS_FILE_TMPDIR/pki
+    mkdir -p "$(dirname "$FEDEX_TLS_CA")" "$(dirname "$FEDEX_TLS_CERT")" \
+        "$(dirname "$FEDEX_TLS_KEY")"
+    cp -p "$pki/ca.pem" "$FEDEX_TLS_CA"
+    cp -p "$pki/$FEDEX_TERMINAL_NAME.pem" "$FEDEX_TLS_CERT"
+    cp -p "$pki/$FEDEX_TERMINAL_NAME.key" "$FEDEX_TLS_KEY"
+    openssl() { echo "openssl $*: the material was in place"; return 1; }
 }
 
 phase() {
@@ -71,6 +103,7 @@ not_called() {
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     FEDEX_SITE_NAME=site-b
     load_plugin
+    with_pki
     phase stack post-config
     local conf=$FEDEX_CONF pki=$BATS_TEST_TMPDIR/etc/lsrp/pki
     # The manager's bus and key store, as fedex.conf has them.
@@ -110,6 +143,7 @@ not_called() {
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     FEDEX_CEPH_KEYRING=/etc/ceph/ceph.client.admin.keyring
     load_plugin
+    with_pki
     phase stack post-config
     # Where lsrp-agent's register_opts finds each group's options.
     local section key src n=0
@@ -145,6 +179,7 @@ for s in cp.sections():
     FEDEX_TLS_CA=$BATS_TEST_TMPDIR/ca/ca.pem
     FEDEX_TLS_CA_KEY=$BATS_TEST_TMPDIR/ca/ca.key
     load_plugin
+    with_pki
     phase stack post-config
     local conf=$FEDEX_CONF
     [ "$(iniget "$conf" DEFAULT transport_url)" = \
@@ -156,7 +191,8 @@ for s in cp.sections():
     [ -d "$BATS_TEST_TMPDIR/slots" ]
     [ "$(iniget "$conf" ceph keyring)" = /etc/ceph/ceph.client.fedex.keyring ]
     [ "$(iniget "$conf" server tls_ca)" = "$BATS_TEST_TMPDIR/ca/ca.pem" ]
-    [ -f "$BATS_TEST_TMPDIR/ca/ca.key" ]
+    # The CA taken where local.conf puts it, none made in the default place.
+    [ ! -e "$FEDEX_CONF_DIR/pki/ca.pem" ]
 }
 
 @test "post-config: a CA and the terminal's certificate made when absent, kept after" {
@@ -229,9 +265,9 @@ PY
 @test "post-config: a certificate to make and a CA without its key stops stack.sh" {
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    # A CA's certificate copied without its key.
     mkdir -p "$BATS_TEST_TMPDIR/ca"
-    openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-        -subj /CN=other-ca -keyout /dev/null -out "$BATS_TEST_TMPDIR/ca/ca.pem"
+    cp "$BATS_FILE_TMPDIR/pki/ca.pem" "$BATS_TEST_TMPDIR/ca/"
     FEDEX_TLS_CA=$BATS_TEST_TMPDIR/ca/ca.pem
     FEDEX_TLS_CA_KEY=$BATS_TEST_TMPDIR/ca/ca.key
     load_plugin
@@ -254,6 +290,7 @@ PY
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     load_plugin
+    with_pki
     phase stack post-config
     local conf=$BATS_TEST_TMPDIR/etc/fedex/fedex.conf
     [ "$(iniget "$conf" database connection)" = \
@@ -276,6 +313,7 @@ PY
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     load_plugin
+    with_pki
     phase stack post-config
     [ "$(iniget "$NOVA_CPU_CONF" fedex site_name)" = site-a ]
     not_called "iniset $NOVA_CPU_CONF DEFAULT compute_driver"
@@ -311,6 +349,7 @@ PY
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     FEDEX_PEER_CEPH_CONF=/etc/ceph/site-b.conf
     load_plugin
+    with_pki
     phase stack post-config
     [ "$(iniget "$CINDER_CONF" ceph volume_driver)" = \
         cinder_fedex.volume.drivers.fedex_rbd.FedexRBDDriver ]
@@ -322,6 +361,7 @@ PY
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     load_plugin
+    with_pki
     phase stack post-config
     local enabled=$HORIZON_DIR/openstack_dashboard/local/enabled
     local n=0 f
@@ -338,6 +378,7 @@ PY
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     disable_service fedex-api fedex-conductor fedex-horizon fedex-cinder
     load_plugin
+    with_pki
     phase stack post-config
     not_called recreate_database
     not_called get_or_create_service
@@ -401,6 +442,7 @@ PY
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     FEDEX_STATE_DIR=$BATS_TEST_TMPDIR/state
     load_plugin
+    with_pki
     phase stack post-config
     [ -f "$FEDEX_CONF" ]
     phase clean
