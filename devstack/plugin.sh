@@ -28,9 +28,6 @@ elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
         configure_fedex_api
         create_fedex_accounts
     fi
-    if is_service_enabled fedex-nova; then
-        configure_fedex_nova
-    fi
     if is_service_enabled fedex-cinder; then
         configure_fedex_cinder
     fi
@@ -41,6 +38,9 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
     echo_summary "Starting openstack-fedex"
     init_fedex
     start_fedex
+    if is_service_enabled fedex-api; then
+        create_fedex_sites
+    fi
     if is_service_enabled fedex-nova && is_service_enabled n-cpu; then
         start_fedex_nova_compute
     fi

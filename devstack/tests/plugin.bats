@@ -56,6 +56,18 @@ phase() {
     source "$REPO/devstack/plugin.sh" "$@"
 }
 
+# The "section key" pairs of an ini file, one a line (awk, no python3).
+ini_keys() {
+    awk '/^\[.*\]/ { s = substr($0, 2, length($0) - 2); next }
+        /=/ { k = $0; sub(/[ \t]*=.*/, "", k); sub(/^[ \t]+/, "", k)
+              print s, k }' "$1"
+}
+
+# The localrc section of a sample local.conf.
+localrc() {
+    sed -n '/^\[\[local|localrc\]\]/,/^\[\[/{/^\[\[/!p;}' "$1"
+}
+
 called() {
     grep -qxF -- "$*" "$CALLS" || {
         echo "not called: $*"; echo "calls:"; cat "$CALLS"; return 1; }
@@ -297,8 +309,6 @@ PY
         "mysql+pymysql://root:secret@127.0.0.1/fedex?charset=utf8" ]
     [ "$(iniget "$conf" DEFAULT transport_url)" = \
         "rabbit://stackrabbit:secret@192.0.2.10:5672/" ]
-    [ "$(iniget "$conf" site name)" = site-a ]
-    [ "$(iniget "$conf" site peer)" = site-b ]
     called recreate_database fedex
     called configure_keystone_authtoken_middleware "$conf" fedex
     called write_uwsgi_config "$BATS_TEST_TMPDIR/etc/fedex/fedex-api-uwsgi.ini" \
@@ -309,14 +319,127 @@ PY
     called get_or_create_endpoint svc-1234 RegionOne http://192.0.2.10/vm-shipping
 }
 
-@test "post-config: Nova computes know their site, their driver still stock" {
+@test "post-config: every option written to fedex.conf is one the manager reads" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    FEDEX_COURIER=simulated
+    load_plugin
+    with_pki
+    phase stack post-config
+    # Where fedex_manager's register_opts finds each group's options; the
+    # libraries' (oslo.log, oslo.messaging, oslo.db, oslo.policy) listed.
+    local section key src n=0
+    while read -r section key; do
+        case $section in
+            manager | jobboard | conductor) src=fedex_manager/opts.py ;;
+            shipment_keys) src=fedex_manager/keys.py ;;
+            simulated_courier) src=fedex_manager/couriers/simulated.py ;;
+            DEFAULT | database | oslo_policy)
+                case $key in
+                    debug | transport_url | connection) ;;
+                    enforce_scope | enforce_new_defaults) ;;
+                    *) echo "[$section] $key: not a library option we know"
+                       return 1 ;;
+                esac
+                n=$((n + 1)); continue ;;
+            *) echo "[$section] $key: no such group in fedex_manager"; return 1 ;;
+        esac
+        grep -q "Opt('$key'" "$REPO/$src" || {
+            echo "[$section] $key: no such option in $src"; return 1; }
+        n=$((n + 1))
+    done < <(ini_keys "$FEDEX_MANAGER_CONF")
+    # DEFAULT 2, shipment_keys 2, database 1, manager 1, jobboard 1,
+    # conductor 1, simulated_courier 1, oslo_policy 2.
+    [ "$n" -eq 11 ]
+    [ -d "$DATA_DIR/fedex/manager" ]
+}
+
+@test "install to extra: this node's ZooKeeper for the manager's jobboard" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    load_plugin
+    with_pki
+    phase stack install
+    called install_package zookeeperd
+    phase stack post-config
+    [ "$(iniget "$FEDEX_MANAGER_CONF" jobboard hosts)" = 127.0.0.1:2181 ]
+    # [jobboard] hosts is a list of host:port, 127.0.0.1:2181 by default.
+    grep -q "cfg.ListOpt('hosts', default=\['127.0.0.1:2181'\]" \
+        "$REPO/fedex_manager/opts.py"
+    phase stack extra
+    called start_service zookeeper
+    [ "$(grep -n 'start_service zookeeper' "$CALLS" | cut -d: -f1)" -lt \
+      "$(grep -n 'run_process fedex-conductor' "$CALLS" | cut -d: -f1)" ]
+    phase unstack
+    not_called "stop_service zookeeper"
+    UNSTACK_ALL=True phase unstack
+    called stop_service zookeeper
+}
+
+@test "install to extra: the ZooKeeper local.conf names, none installed" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    FEDEX_JOBBOARD_HOSTS=192.0.2.30:2181,192.0.2.31:2181
+    load_plugin
+    with_pki
+    phase stack install
+    phase stack post-config
+    phase stack extra
+    not_called "install_package zookeeperd"
+    not_called "start_service zookeeper"
+    [ "$(iniget "$FEDEX_MANAGER_CONF" jobboard hosts)" = \
+        192.0.2.30:2181,192.0.2.31:2181 ]
+}
+
+@test "post-config: the courier from FEDEX_COURIER, the manager's manual by default" {
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
     load_plugin
     with_pki
     phase stack post-config
-    [ "$(iniget "$NOVA_CPU_CONF" fedex site_name)" = site-a ]
-    not_called "iniset $NOVA_CPU_CONF DEFAULT compute_driver"
+    [ "$(iniget "$FEDEX_MANAGER_CONF" conductor courier)" = manual ]
+    grep -q "cfg.StrOpt('courier', default='manual'" "$REPO/fedex_manager/opts.py"
+    not_called "iniset $FEDEX_MANAGER_CONF simulated_courier"
+    FEDEX_COURIER=simulated
+    phase stack post-config
+    [ "$(iniget "$FEDEX_MANAGER_CONF" conductor courier)" = simulated ]
+    [ "$(iniget "$FEDEX_MANAGER_CONF" simulated_courier move_devices)" = True ]
+    # Both are couriers of the manager (entry points).
+    grep -q "^    manual = fedex_manager.couriers" "$REPO/setup.cfg"
+    grep -q "^    simulated = fedex_manager.couriers" "$REPO/setup.cfg"
+}
+
+@test "extra: nova_fedex's [fedex] options in the nova-cpu.conf devstack made after post-config" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    load_plugin
+    with_pki
+    phase stack post-config
+    not_called "iniset $NOVA_CPU_CONF"
+    # devstack's start_nova_compute, between post-config and extra.
+    mkdir -p "$(dirname "$NOVA_CONF")"
+    printf '[DEFAULT]\ncompute_driver = libvirt.LibvirtDriver\n' > "$NOVA_CONF"
+    cp "$NOVA_CONF" "$NOVA_CPU_CONF"
+    phase stack extra
+    [ "$(iniget "$NOVA_CPU_CONF" fedex site)" = site-a ]
+    [ "$(iniget "$NOVA_CPU_CONF" fedex terminal_name)" = terminal-site-a ]
+    [ "$(iniget "$NOVA_CPU_CONF" fedex tls_cert)" = "$FEDEX_TLS_CERT" ]
+    # fedex-api's credentials (keystoneauth's options), the service user's.
+    called configure_keystoneauth "$NOVA_CPU_CONF" fedex fedex
+    [ "$(iniget "$NOVA_CPU_CONF" fedex region_name)" = RegionOne ]
+    # Each of them one of nova_fedex's options (keystoneauth's aside).
+    local section key n=0
+    while read -r section key; do
+        [ "$section" = fedex ] || continue
+        [ "$key" = region_name ] && continue
+        grep -q "cfg\.[A-Za-z]*Opt('$key'" "$REPO/nova_fedex/conf.py" || {
+            echo "[fedex] $key: no such option in nova_fedex/conf.py"; return 1; }
+        n=$((n + 1))
+    done < <(ini_keys "$NOVA_CPU_CONF")
+    [ "$n" -eq 5 ]
+    # Written before nova-compute-fedex starts.
+    [ "$(grep -n "iniset $NOVA_CPU_CONF fedex site" "$CALLS" | cut -d: -f1)" -lt \
+      "$(grep -n 'systemctl restart' "$CALLS" | cut -d: -f1)" ]
 }
 
 @test "extra: n-cpu restarted as nova-compute-fedex with the FedEx driver" {
@@ -357,6 +480,29 @@ PY
     [ "$(iniget "$CINDER_CONF" ceph fedex_peer_rbd_ceph_conf)" = /etc/ceph/site-b.conf ]
 }
 
+@test "post-config: Cinder's API extension added to the standard ones, a repeated key" {
+    FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
+    FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
+    # As devstack's configure_cinder leaves it.
+    mkdir -p "$(dirname "$CINDER_CONF")"
+    printf '%s\n' '[DEFAULT]' \
+        'osapi_volume_extension = cinder.api.contrib.standard_extensions' \
+        'state_path = /opt/stack/data/cinder' '' '[ceph]' \
+        'volume_backend_name = ceph' > "$CINDER_CONF"
+    load_plugin
+    with_pki
+    phase stack post-config
+    [ "$(iniget_multiline "$CINDER_CONF" DEFAULT osapi_volume_extension)" = \
+        "cinder.api.contrib.standard_extensions cinder_fedex.api.contrib.fedex.Fedex" ]
+    [ "$(grep -c '^osapi_volume_extension = ' "$CINDER_CONF")" -eq 2 ]
+    [ "$(iniget "$CINDER_CONF" DEFAULT state_path)" = /opt/stack/data/cinder ]
+    grep -q "^class Fedex(extensions.ExtensionDescriptor)" \
+        "$REPO/cinder_fedex/api/contrib/fedex.py"
+    # Once, however often post-config runs on the file.
+    phase stack post-config
+    [ "$(grep -c '^osapi_volume_extension = ' "$CINDER_CONF")" -eq 2 ]
+}
+
 @test "post-config: Horizon gets the plugin's enabled files" {
     FEDEX_CONF_DIR=$BATS_TEST_TMPDIR/etc/lsrp
     FEDEX_MANAGER_CONF_DIR=$BATS_TEST_TMPDIR/etc/fedex
@@ -385,7 +531,7 @@ PY
     not_called write_uwsgi_config
     [ ! -e "$CINDER_CONF" ]
     [ -z "$(ls "$HORIZON_DIR/openstack_dashboard/local/enabled")" ]
-    [ "$(iniget "$NOVA_CPU_CONF" fedex site_name)" = site-a ]
+    not_called "install_package zookeeperd"
 }
 
 @test "extra: schema synced, then the three services started, the terminal as lsrp-agent" {
@@ -393,8 +539,11 @@ PY
     phase stack extra
     local bin=$BATS_TEST_TMPDIR/bin
     called fedex-manage --config-file /etc/fedex/fedex.conf db sync
+    # fedex-api under Debian's uwsgi, as devstack runs keystone and nova-api
+    # ("$(which uwsgi) --procname-prefix ... --ini ..."): its venv has none.
     called run_process fedex-api \
-        "$bin/uwsgi --procname-prefix fedex-api --ini /etc/fedex/fedex-api-uwsgi.ini"
+        "$BATS_TEST_TMPDIR/usr/bin/uwsgi --procname-prefix fedex-api --ini /etc/fedex/fedex-api-uwsgi.ini"
+    [ ! -e "$bin/uwsgi" ]
     called run_process fedex-conductor "$bin/fedex-conductor --config-file /etc/fedex/fedex.conf"
     called run_process fedex-terminal "$bin/lsrp-agent --config-file /etc/lsrp/lsrp.conf"
     # The terminal with the manager's agent, as the sandbox runs it.
@@ -409,10 +558,43 @@ PY
     load_plugin
     phase stack extra
     not_called fedex-manage
+    not_called "start_service zookeeper"
+    not_called "openstack fedex"
+    not_called configure_keystoneauth
     not_called "run_process fedex-api"
     not_called "run_process fedex-conductor"
     called run_process fedex-terminal \
         "$BATS_TEST_TMPDIR/bin/lsrp-agent --config-file /etc/lsrp/lsrp.conf"
+}
+
+@test "extra: both sites and this terminal registered through fedex-api, once" {
+    load_plugin
+    phase stack extra
+    called wait_for_service 60 http://192.0.2.10/vm-shipping
+    called openstack fedex site create site-a --ceph-conf /etc/ceph/ceph.conf \
+        --ceph-client admin
+    called openstack fedex site create site-b --ceph-conf /etc/ceph/peer.conf
+    called openstack fedex terminal create terminal-site-a --site site-a \
+        --lsrp-address 192.0.2.10:7480
+    # Options of the project's OSC commands.
+    local opt
+    for opt in --ceph-conf --ceph-client --site --lsrp-address; do
+        grep -q "add_argument('$opt'" "$REPO/nova_fedex/osc/v1/logistics.py"
+    done
+    grep -q "^    fedex_site_create = " "$REPO/setup.cfg"
+    grep -q "^    fedex_terminal_create = " "$REPO/setup.cfg"
+    # Once fedex-api runs.
+    [ "$(grep -n 'run_process fedex-api' "$CALLS" | cut -d: -f1)" -lt \
+      "$(grep -n 'wait_for_service' "$CALLS" | cut -d: -f1)" ]
+    [ "$(grep -n 'wait_for_service' "$CALLS" | cut -d: -f1)" -lt \
+      "$(grep -n 'openstack fedex site' "$CALLS" | head -1 | cut -d: -f1)" ]
+    # A second stack.sh: they exist, none made again.
+    : > "$CALLS"
+    phase stack extra
+    called openstack fedex site show site-a
+    not_called "openstack fedex site create"
+    not_called "openstack fedex terminal create"
+    [ "$(wc -l < "$FEDEX_OBJECTS")" -eq 3 ]
 }
 
 @test "test-config: tempest knows the service" {
@@ -451,4 +633,42 @@ PY
     [ ! -e "$FEDEX_MANAGER_CONF_DIR" ]
     [ ! -e "$FEDEX_STATE_DIR" ]
     [ -z "$(ls "$HORIZON_DIR/openstack_dashboard/local/enabled")" ]
+}
+
+@test "samples: two nodes as written; one machine with file:// and HOST_IP=127.0.0.1" {
+    local samples=$REPO/devstack/samples
+    # devstack's enable_plugin, which refuses a plugin enabled twice.
+    enable_plugin() {
+        [[ ,$PLUGINS, == *,$1,* ]] && { echo "die: $1 enabled twice"; return 1; }
+        PLUGINS+=",$1"
+        record enable_plugin "$@"
+    }
+    (
+        source <(localrc "$samples/local.conf.site-a")
+        [ "$HOST_IP" = 192.0.2.10 ]
+        [ "$FEDEX_COURIER" = manual ]
+        load_plugin
+        is_service_enabled fedex-api
+    )
+    (
+        source <(localrc "$samples/local.conf.site-b")
+        [ "$HOST_IP" = 192.0.2.20 ]
+        load_plugin
+        run is_service_enabled fedex-conductor
+        [ "$status" -ne 0 ]
+    )
+    called enable_plugin openstack-fedex /opt/stack/openstack-fedex
+    # One machine: the commented lines in place of the two-node ones.
+    : > "$CALLS"
+    (
+        source <(localrc "$samples/local.conf.site-a" | sed \
+            -e '/^HOST_IP=/d' -e '/^enable_plugin openstack-fedex /d' \
+            -e 's/^#\(HOST_IP=\)/\1/' \
+            -e 's/^#\(enable_plugin openstack-fedex \)/\1/')
+        [ "$HOST_IP" = 127.0.0.1 ]
+    )
+    grep -qx "enable_plugin openstack-fedex file:///[^ ]* main" "$CALLS"
+    # The sample says which courier gets a migration to COMPLETED alone.
+    grep -A5 "^# The courier of new shipments" "$samples/local.conf.site-a" |
+        tr '\n' ' ' | grep -q "simulated: .* COMPLETED unattended"
 }

@@ -18,7 +18,9 @@ SERVICE_HOST=192.0.2.10
 SERVICE_PROTOCOL=http
 REGION_NAME=RegionOne
 ENABLE_DEBUG_LOG_LEVEL=True
+SERVICE_TIMEOUT=60
 HORIZON_DIR=$DEST/horizon
+NOVA_CONF=$BATS_TEST_TMPDIR/etc/nova/nova.conf
 NOVA_CPU_CONF=$BATS_TEST_TMPDIR/etc/nova/nova-cpu.conf
 SYSTEMD_DIR=$BATS_TEST_TMPDIR/etc/systemd/system
 SYSTEMCTL="record systemctl"
@@ -106,6 +108,50 @@ iniget() {
         END { exit !found }' "$1"
 }
 
+# iniadd [-sudo] FILE SECTION KEY VALUE...: recorded, and each value
+# appended as one more "key = value" line of the section (the key
+# repeated, as devstack's iniadd leaves a MultiStrOpt), the section added
+# at the end if absent. One awk, as iniset.
+iniadd() {
+    [[ $1 == -sudo ]] && shift
+    record iniadd "$@"
+    local file=$1 section=$2 key=$3
+    shift 3
+    [[ -e $file ]] || : > "$file"
+    local lines="" v
+    for v in "$@"; do
+        lines+="$key = $v"$'\n'
+    done
+    F=$file S=$section L=$lines awk '
+        function emit(line) { out = out line "\n" }
+        function add() { if (here && !done) { out = out ENVIRON["L"]; done = 1 } }
+        function blanks() { for (; held > 0; held--) emit("") }
+        /^[ \t]*$/ { held++; next }
+        /^\[.*\]/ { add(); blanks(); here = ($0 == "[" ENVIRON["S"] "]"); seen = seen || here; emit($0); next }
+        { blanks(); emit($0) }
+        END {
+            add(); blanks()
+            if (!seen) {
+                if (NR) emit("")
+                emit("[" ENVIRON["S"] "]"); out = out ENVIRON["L"]
+            }
+            printf "%s", out > ENVIRON["F"]
+        }' "$file"
+}
+# iniget_multiline FILE SECTION KEY: every value of a repeated key, on one
+# line separated by spaces, as devstack's.
+iniget_multiline() {
+    S=$2 K=$3 awk '
+        /^\[.*\]/ { here = ($0 == "[" ENVIRON["S"] "]"); next }
+        here && /=/ {
+            k = $0; sub(/[ \t]*=.*/, "", k); sub(/^[ \t]+/, "", k)
+            if (k != ENVIRON["K"]) next
+            v = $0; sub(/^[^=]*=[ \t]*/, "", v); sub(/[ \t]+$/, "", v)
+            printf "%s%s", (n++ ? " " : ""), v
+        }
+        END { print "" }' "$1"
+}
+
 echo_summary() { :; }
 # die LINENO MESSAGE...: devstack stops stack.sh with the message.
 die() { shift; echo "die: $*"; exit 1; }
@@ -117,6 +163,10 @@ get_transport_url() { echo "rabbit://stackrabbit:secret@192.0.2.10:5672/"; }
 database_connection_url() { echo "mysql+pymysql://root:secret@127.0.0.1/$1?charset=utf8"; }
 recreate_database() { record recreate_database "$@"; }
 configure_keystone_authtoken_middleware() { record configure_keystone_authtoken_middleware "$@"; }
+configure_keystoneauth() { record configure_keystoneauth "$@"; }
+wait_for_service() { record wait_for_service "$@"; }
+start_service() { record start_service "$@"; }
+stop_service() { record stop_service "$@"; }
 write_uwsgi_config() { record write_uwsgi_config "$@"; }
 remove_uwsgi_config() { record remove_uwsgi_config "$@"; }
 create_service_user() { record create_service_user "$@"; }
@@ -126,5 +176,25 @@ get_or_create_endpoint() { record get_or_create_endpoint "$@"; }
 # devstack starts and stops only enabled services.
 run_process() { is_service_enabled "$1" && record run_process "$@"; return 0; }
 stop_process() { is_service_enabled "$1" && record stop_process "$@"; return 0; }
+# Debian's uwsgi, as devstack installs it: `which uwsgi` finds this one.
+mkdir -p "$BATS_TEST_TMPDIR/usr/bin"
+printf '#!/bin/sh\n' > "$BATS_TEST_TMPDIR/usr/bin/uwsgi"
+chmod +x "$BATS_TEST_TMPDIR/usr/bin/uwsgi"
+PATH=$BATS_TEST_TMPDIR/usr/bin:$PATH
+
+# OSC with the project's "openstack fedex" commands, against a pretend
+# fedex-api: "create" records the object in $FEDEX_OBJECTS (one line: kind
+# and name), "show" fails for an object not there; other commands succeed.
+FEDEX_OBJECTS=$BATS_TEST_TMPDIR/fedex-objects
+: > "$FEDEX_OBJECTS"
+openstack() {
+    record openstack "$@"
+    [[ $1 == fedex ]] || return 0
+    case $3 in
+        create) echo "$2 $4" >> "$FEDEX_OBJECTS" ;;
+        show) grep -qxF "$2 $4" "$FEDEX_OBJECTS" ;;
+    esac
+}
+
 fake_python() { record python "$@"; }
 PYTHON=fake_python
