@@ -152,6 +152,7 @@ class _Cutover(object):
         self.peer_events = None   # the destination's lifecycle callback
         self.trigger = None       # what started the pause's work
         self.copy_watchdog = None
+        self.recovered = False    # Nova's rollback ran: the guest is here
 
     def watchdog(self, guest):
         """The bound of the memory copy (the manager's), started; or None."""
@@ -661,6 +662,16 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
                 functools.partial(self._fedex_recover, cutover,
                                   recover_method),
                 block_migration, migrate_data)
+        except Exception as e:
+            if not cutover.recovered:
+                raise
+            # Nova 34's _live_migration re-raises the migration call's
+            # error after its monitor has already rolled back (libvirtd at
+            # B killed in the memory copy: "client socket is closed"); its
+            # caller would put the server, which runs here, in ERROR. The
+            # rollback is done and reported: the server stays ACTIVE.
+            LOG.warning('FedEx: the memory copy failed (%s); rolled back, '
+                        'the guest runs here', e, instance=instance)
         finally:
             self._fedex_cutovers.pop(instance.uuid, None)
             cutover.close()
@@ -767,8 +778,10 @@ class FedexLibvirtDriver(libvirt_driver.LibvirtDriver):
             _record_fault(context, instance, cutover.refused)
         self._fedex_report(context, cutover.plan, 'rolled_back',
                            reason=str(reason), guest='never left')
-        return recover_method(context, instance, dest, migrate_data,
-                              *args, **kwargs)
+        result = recover_method(context, instance, dest, migrate_data,
+                                *args, **kwargs)
+        cutover.recovered = True
+        return result
 
     def _fedex_pause_work(self, cutover, instance, trigger='monitor'):
         """Inside the pause: the final delta, then the resume at B.

@@ -491,6 +491,29 @@ class TestRollBack(CutoverTestBase):
         self.assertEqual(['open', 'close'], self.deltas[0].calls)
         self.assertEqual(['migrating', 'rolled_back'], self.events())
 
+    def test_destination_libvirt_killed_in_the_memory_copy(self):
+        # Seen in the chaos soak (2026-11-30): libvirtd at B killed during
+        # the memory copy. libvirt fails the job and its migration call
+        # raises; Nova 34 re-raises that call's error after its monitor
+        # has rolled back, and would leave a server that runs at A in
+        # ERROR.
+        self.boot()
+        self.plan()
+
+        def fail(domain, destination, params, flags):
+            self.migrations.append((domain._connection, flags, params))
+            domain.fail_job()
+            raise fakelibvirt.make_libvirtError(
+                fakelibvirt.libvirtError,
+                'internal error: client socket is closed',
+                error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fail))
+        self.cutover(migration='failed')
+        self.assert_active_at_source()
+        self.assertEqual(['migrating', 'rolled_back'],
+                         self.wait_for_events(2))
+
 
 class FedexCinderFixture(nova_fixtures.CinderFixture):
     """Cinder with cinder_fedex backends: rbd volumes, site-aware.
