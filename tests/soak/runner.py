@@ -239,7 +239,7 @@ class SoakTestCase(cutover.CutoverTestCase):
                 t.server_id, r))
         t.counter_at_start = r['last']
 
-    def _new_volume(self, t, name, tries=3, timeout=120):
+    def _new_volume(self, t, name, tries=3, timeout=180):
         """A new volume, available; one a fault lost is made again.
 
         Cinder's API takes a create while RabbitMQ restarts, and its
