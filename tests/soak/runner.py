@@ -640,40 +640,42 @@ class SoakTestCase(cutover.CutoverTestCase):
                 break
             status = proc.stderr.strip()[-200:]
             time.sleep(5)
-        while time.monotonic() < deadline:
-            proc = self.openstack_proc('volume', 'show', '-f', 'value', '-c',
-                                       'status', t.volume_id)
-            if proc.returncode and 'no volume' in proc.stderr.lower():
-                return
-            status = proc.stdout.strip() or proc.stderr.strip()[-200:]
-            if status.startswith('error'):
-                break
-            time.sleep(3)
-        if status == 'deleting' and self._force_delete_volume(t):
+        gone, last = self._volume_gone(t, deadline)
+        if gone:
             return
+        status = last or status
+        if status == 'deleting':
+            # Cinder's API takes a delete while RabbitMQ restarts and its
+            # volume service may never hear of it (seen in the soak of
+            # 2026-11-30): forced, as its admin would, and said in the
+            # findings, a Cinder message lost, not this product's.
+            self.openstack_proc('volume', 'delete', '--force', t.volume_id)
+            if self._volume_gone(t, time.monotonic() + 120)[0]:
+                self.report.findings.append(
+                    'volume %s stayed "deleting" (Cinder lost the delete); '
+                    'deleted with --force, as its admin would' % t.volume_id)
+                return
         self.report.violation(t.migration_id, 'user-delete',
                               'volume %s not deleted by Cinder: %s' % (
                                   t.volume_id, status))
 
-    def _force_delete_volume(self, t, timeout=120):
-        """A delete Cinder lost, forced as its admin would; True if gone.
+    def _volume_gone(self, t, deadline):
+        """Whether Cinder has no such volume by ``deadline``.
 
-        Cinder's API takes a delete while RabbitMQ restarts and its volume
-        service may never hear of it: the volume stays ``deleting`` (seen
-        in the soak of 2026-11-30). Said in the report's findings: a
-        Cinder message lost, not this product's.
+        (True, None) once it is gone; (False, its last status) at the
+        deadline or at an ``error`` status.
         """
-        self.openstack_proc('volume', 'delete', '--force', t.volume_id)
-        deadline = time.monotonic() + timeout
+        status = None
         while time.monotonic() < deadline:
-            proc = self.openstack_proc('volume', 'show', t.volume_id)
+            proc = self.openstack_proc('volume', 'show', '-f', 'value', '-c',
+                                       'status', t.volume_id)
             if proc.returncode and 'no volume' in proc.stderr.lower():
-                self.report.findings.append(
-                    'volume %s stayed "deleting" (Cinder lost the delete); '
-                    'deleted with --force, as its admin would' % t.volume_id)
-                return True
+                return True, None
+            status = proc.stdout.strip() or proc.stderr.strip()[-200:]
+            if status.startswith('error'):
+                break
             time.sleep(3)
-        return False
+        return False, status
 
     # --- the faults --------------------------------------------------------------
 
