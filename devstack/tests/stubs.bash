@@ -94,19 +94,23 @@ iniset() {
             printf "%s", out > ENVIRON["F"]
         }' "$1"
 }
-# iniget FILE SECTION KEY (for the tests' assertions): the value, or
-# failure if the file has no such option.
-iniget() {
-    S=$2 K=$3 awk '
+# _ini_values FILE SECTION KEY [first]: each value of the option, one a
+# line (the first only, with "first"); failure if it has none.
+_ini_values() {
+    S=$2 K=$3 FIRST=${4:-} awk '
         /^\[.*\]/ { here = ($0 == "[" ENVIRON["S"] "]"); next }
         here && /=/ {
             k = $0; sub(/[ \t]*=.*/, "", k); sub(/^[ \t]+/, "", k)
             if (k != ENVIRON["K"]) next
             v = $0; sub(/^[^=]*=[ \t]*/, "", v); sub(/[ \t]+$/, "", v)
-            print v; found = 1; exit
+            print v; found = 1
+            if (ENVIRON["FIRST"]) exit
         }
         END { exit !found }' "$1"
 }
+# iniget FILE SECTION KEY (for the tests' assertions): the value, or
+# failure if the file has no such option.
+iniget() { _ini_values "$1" "$2" "$3" first; }
 
 # iniadd [-sudo] FILE SECTION KEY VALUE...: recorded, and each value
 # appended as one more "key = value" line of the section (the key
@@ -141,15 +145,9 @@ iniadd() {
 # iniget_multiline FILE SECTION KEY: every value of a repeated key, on one
 # line separated by spaces, as devstack's.
 iniget_multiline() {
-    S=$2 K=$3 awk '
-        /^\[.*\]/ { here = ($0 == "[" ENVIRON["S"] "]"); next }
-        here && /=/ {
-            k = $0; sub(/[ \t]*=.*/, "", k); sub(/^[ \t]+/, "", k)
-            if (k != ENVIRON["K"]) next
-            v = $0; sub(/^[^=]*=[ \t]*/, "", v); sub(/[ \t]+$/, "", v)
-            printf "%s%s", (n++ ? " " : ""), v
-        }
-        END { print "" }' "$1"
+    local values
+    values=$(_ini_values "$1" "$2" "$3") || true
+    echo "${values//$'\n'/ }"
 }
 
 echo_summary() { :; }
