@@ -471,15 +471,20 @@ class TestRollBack(CutoverTestBase):
         self.assertEqual([], self.migrations)
         self.assertEqual(['close'], self.deltas[0].calls[-1:])
 
-    def test_memory_migration_fails(self):
-        self.boot()
-        self.plan()
-
+    def migration_fails(self, error=None):
+        """libvirt's migration call fails its job, and raises ``error``."""
         def fail(domain, destination, params, flags):
             self.migrations.append((domain._connection, flags, params))
             domain.fail_job()
+            if error is not None:
+                raise error
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fail))
+
+    def test_memory_migration_fails(self):
+        self.boot()
+        self.plan()
+        self.migration_fails()
         self.cutover(migration='failed')
         self.assert_active_at_source()
         # Nova marks its migration failed from the live-migration thread,
@@ -499,16 +504,10 @@ class TestRollBack(CutoverTestBase):
         # ERROR.
         self.boot()
         self.plan()
-
-        def fail(domain, destination, params, flags):
-            self.migrations.append((domain._connection, flags, params))
-            domain.fail_job()
-            raise fakelibvirt.make_libvirtError(
-                fakelibvirt.libvirtError,
-                'internal error: client socket is closed',
-                error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.migrateToURI3', fail))
+        self.migration_fails(fakelibvirt.make_libvirtError(
+            fakelibvirt.libvirtError,
+            'internal error: client socket is closed',
+            error_code=fakelibvirt.VIR_ERR_INTERNAL_ERROR))
         self.cutover(migration='failed')
         self.assert_active_at_source()
         self.assertEqual(['migrating', 'rolled_back'],
