@@ -200,8 +200,13 @@ def check_records_at_a(env, track):
     want = 'SHUTOFF' if track.server_stopped and \
         stop_took_effect(env, track) else 'ACTIVE'
     if shown['status'] != want or not host.startswith('site-a'):
+        # Nova's fault says why it is in ERROR: the report is often all
+        # that is left of a CI run.
+        fault = (shown.get('fault') or {}).get('message') or '-'
         out.append(('nova-record', 'server %s on %s after the abort (%s at '
-                    'site A expected)' % (shown['status'], host, want)))
+                    'site A expected; power state %s, Nova\'s fault: %s)' % (
+                        shown['status'], host, want,
+                        shown.get('OS-EXT-STS:power_state'), fault)))
     if track.volume_id:
         vol = env.openstack('volume', 'show', track.volume_id)
         if not (vol.get('os-vol-host-attr:host') or '').startswith(

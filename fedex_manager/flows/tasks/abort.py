@@ -2,8 +2,8 @@
 
 :class:`StopOperations` cancels what terminals still run for the
 migration; :class:`CleanUpAbort` erases its devices, destroys its keys,
-removes its snapshots (and the destination's copies) and unlocks its
-servers.
+removes its snapshots (and the destination's copies), makes ACTIVE again
+a server a failed cutover left in ERROR, and unlocks its servers.
 """
 
 import time
@@ -14,6 +14,7 @@ import oslo_messaging as messaging
 from fedex_manager import cinder
 from fedex_manager.db import api as db
 from fedex_manager.flows.tasks import common
+from fedex_manager.flows.tasks import cutover
 from fedex_manager.flows.tasks import erase
 from fedex_manager import nova
 from fedex_manager import rpc
@@ -163,5 +164,6 @@ class CleanUpAbort(Abort):
                     {'images': [v['dest_image'] for v in m['volumes']],
                      'prefixes': shipments_mod.snapshot_prefixes(ctx, m)})
         cinder.unmark(m)
+        cutover.restore_errored_servers(ctx, m)
         common.unlock_servers(ctx, m)
         m = common.step(ctx, m, 'aborted', values={'finished_at': db.now()})

@@ -147,6 +147,7 @@ def start_nova_cutover(ctx, m):
             cutover_actions.migration_cutover_finish(
                 ctx, m['id'], success=False, reason=str(e))
             return
+    restore_errored_servers(ctx, m)
     for s in m['servers']:
         if _found_in_nova(ctx, m, s['server_id'], began):
             continue
@@ -304,6 +305,43 @@ def _undo_nova_error(ctx, m, server_id, outcome, moved=False):
                  'failed live migration, its guest running on %s'
                  % (server_id, outcome['host']), migration_id=m['id'],
                  details={'server_id': server_id})
+
+
+def first_cutover_began(ctx, m):
+    """When the migration's first cutover began, ISO; None: none did."""
+    began = [e['created_at'] for e in db.events(ctx, {'migration_id': m['id']})
+             if e['to_state'] == states.CUTTING_OVER]
+    return min(began) if began else None
+
+
+def restore_errored_servers(ctx, m):
+    """ACTIVE again, the servers an earlier cutover's failure left in ERROR.
+
+    Nova may set a server to ERROR seconds after its record of our live
+    migration says "error" (its compute saves the record first, then the
+    server, each through nova-conductor): after the cutover was already
+    rolled back on nova_fedex's report or on that record (CI's short
+    soak, seed 2511: RabbitMQ restarting and the source's compute killed
+    under the cutover). The next cutover, refused by Nova for a server in
+    ERROR, and an abort, which leaves the server as it found it, first
+    make it ACTIVE again here: only a server whose newest live migration
+    since the first cutover of this migration failed (ours), and whose
+    guest Nova reports running at a host other than the destination (see
+    :func:`_undo_nova_error`). Nova not answering leaves it as it is.
+    """
+    since = first_cutover_began(ctx, m)
+    if since is None or CONF.conductor.compute_driver != 'nova':
+        return
+    for s in m['servers']:
+        try:
+            outcome = nova.live_migration_outcome(s['server_id'],
+                                                  since=since)
+        except exception.ManagerError as e:
+            LOG.warning('migration %s: cannot read Nova\'s state of server '
+                        '%s (%s): not restored', m['id'], s['server_id'], e)
+            continue
+        if outcome['status'] is not None and outcome['ended'] == 'failed':
+            _undo_nova_error(ctx, m, s['server_id'], outcome)
 
 
 def reconcile_nova_cutover(ctx, m):

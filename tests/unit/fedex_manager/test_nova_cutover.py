@@ -544,6 +544,60 @@ class TestAbortAfterCutover(NovaCutoverTestCase):
         self.check(m)
 
 
+class TestErrorAfterTheRollback(NovaCutoverTestCase):
+    """Nova set the server ERROR after the cutover was rolled back."""
+
+    def rolled_back_then_error(self):
+        m = self.cutting_over(self.ready_migration())
+        self.nova.fail('error', 'MessagingTimeout')
+        self.assertEqual('rolled_back',
+                         cutover_tasks.reconcile_nova_cutover(self.ctx, m))
+        # The record is this first cutover's; Nova's compute sets the
+        # server ERROR only now, the rollback done.
+        self.nova.record['created_at'] = cutover_tasks.cutover_began(
+            self.ctx, m)
+        self.nova.server.update({'status': 'ERROR',
+                                 'OS-EXT-STS:power_state': 1})
+        self.nova.posted = []
+        return db.get(self.ctx, 'migration', m['id'])
+
+    def test_the_next_cutover_makes_it_active_before_asking_nova(self):
+        m = self.rolled_back_then_error()
+        db.transition(self.ctx, 'migration', m['id'], 'converge')
+        m = self.cutting_over(db.get(self.ctx, 'migration', m['id']))
+        self.assertEqual(
+            ['os-resetState', 'os-migrateLive'],
+            [list(body)[0] for url, body in self.nova.posted])
+        self.assertIn('server vm0 reset to ACTIVE: Nova set it to ERROR for '
+                      'the failed live migration, its guest running on a1',
+                      self.messages(m))
+
+    def test_an_abort_leaves_it_active(self):
+        m = self.rolled_back_then_error()
+        m = db.transition(self.ctx, 'migration', m['id'], 'abort')
+        for name in ('_erase_shipments', '_remove_snapshots'):
+            self.useFixture(fixtures.MockPatchObject(
+                abort_tasks.erase, name))
+        abort_tasks.CleanUpAbort().run(self.ctx, m, m['generation'])
+        self.assertEqual([('/servers/vm0/action',
+                           {'os-resetState': {'state': 'active'}})],
+                         self.nova.posted)
+        self.assertEqual(states.ABORTED,
+                         db.get(self.ctx, 'migration', m['id'])['state'])
+
+    def test_a_guest_not_running_stays_in_error(self):
+        m = self.rolled_back_then_error()
+        self.nova.server['OS-EXT-STS:power_state'] = 4
+        cutover_tasks.restore_errored_servers(self.ctx, m)
+        self.assertEqual([], self.nova.posted)
+
+    def test_nova_not_answering_leaves_it(self):
+        m = self.rolled_back_then_error()
+        self.nova.get = lambda url, **kw: FakeResponse(503, 'down')
+        cutover_tasks.restore_errored_servers(self.ctx, m)
+        self.assertEqual([], self.nova.posted)
+
+
 class TestBoundedRetries(NovaCutoverTestCase):
 
     def roll_back(self, m):
