@@ -336,7 +336,7 @@ def restore_errored_servers(ctx, m):
         try:
             outcome = nova.live_migration_outcome(s['server_id'],
                                                   since=since)
-        except exception.ManagerError as e:
+        except Exception as e:      # best effort: never stops the caller
             LOG.warning('migration %s: cannot read Nova\'s state of server '
                         '%s (%s): not restored', m['id'], s['server_id'], e)
             continue
