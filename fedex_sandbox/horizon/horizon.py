@@ -62,14 +62,26 @@ class Horizon(object):
                 '--add-header', 'Connection: close']
 
     def collect_static(self):
-        """Link Horizon's and the plugins' static files under dir/static."""
+        """Link Horizon's and the plugins' static files under dir/static.
+
+        Once per virtualenv: the links point into it, and uwsgi serves
+        only what is inside it (``--static-safe``). A sandbox started
+        from another checkout (another venv) gets them linked again;
+        before, every page's images and scripts were 404s.
+        """
         marker = os.path.join(self.dir, 'static', '.collected')
-        if os.path.exists(marker):
-            return
+        venv = os.path.realpath(sys.prefix)
+        try:
+            with open(marker) as f:
+                if f.read().strip() == venv:
+                    return
+        except FileNotFoundError:
+            pass
         subprocess.run([self.python, '-m', 'django', 'collectstatic',
-                        '--noinput', '--link', '-v', '0'], env=self.env,
-                       check=True)
-        open(marker, 'w').close()
+                        '--noinput', '--link', '--clear', '-v', '0'],
+                       env=self.env, check=True)
+        with open(marker, 'w') as f:
+            f.write(venv + '\n')
 
     def compress(self):
         """Compile and compress the pages' CSS and JavaScript, offline.

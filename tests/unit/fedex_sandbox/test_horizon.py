@@ -45,3 +45,37 @@ class TestHorizonService(testtools.TestCase):
         self.assertEqual(('python', 'uwsgi'), svc.comms)
         # Not in the catalog: people open it, services do not call it.
         self.assertIsNone(extra.catalog)
+
+
+class TestCollectStatic(testtools.TestCase):
+    """The static files are linked once per virtualenv they point into."""
+
+    def setUp(self):
+        super().setUp()
+        from fedex_sandbox.horizon import horizon as server
+        self.server = server
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(self.dir, 'static'))
+        self.run = self.useFixture(fixtures.MockPatch(
+            'subprocess.run')).mock
+        self.h = server.Horizon(self.dir, 41281, 'http://k/v3')
+
+    def test_linked_once_in_the_same_venv(self):
+        self.h.collect_static()
+        self.h.collect_static()
+        self.assertEqual(1, self.run.call_count)
+        self.assertIn('--link', self.run.call_args[0][0])
+
+    def test_linked_again_from_another_venv(self):
+        self.h.collect_static()
+        self.useFixture(fixtures.MockPatch('sys.prefix', '/elsewhere/venv'))
+        self.h.collect_static()
+        self.assertEqual(2, self.run.call_count)
+        # The old links (into the other venv, which uwsgi would not
+        # serve) removed.
+        self.assertIn('--clear', self.run.call_args[0][0])
+
+    def test_marker_of_an_older_sandbox_counts_as_another_venv(self):
+        open(os.path.join(self.dir, 'static', '.collected'), 'w').close()
+        self.h.collect_static()
+        self.assertEqual(1, self.run.call_count)
