@@ -637,6 +637,7 @@ class SoakTestCase(cutover.CutoverTestCase):
             'tries): %s' % (t.server_id, tries, proc.stderr.strip()[-300:]))
 
     def _reset_if_deleting(self, t):
+        """An admin's reset of a server stuck in task "deleting"."""
         shown = self.openstack_proc('server', 'show', '-f', 'value', '-c',
                                     'OS-EXT-STS:task_state', t.server_id)
         if shown.returncode or shown.stdout.strip() != 'deleting':
