@@ -119,6 +119,17 @@ def unlock(server_ids, why, conf=CONF):
 
 
 def gone(server_ids, conf=CONF):
-    """The servers Nova no longer has (deleted while locked)."""
+    """The servers Nova no longer has, or is deleting (deleted while locked).
+
+    A server in task "deleting": its user asked for the deletion, as
+    Nova's ``instance.delete.start`` says. Its compute may take a minute
+    to end it (killed under it, it starts again at its restart).
+    """
     adapter = nova._adapter(conf)
-    return [sid for sid in server_ids if _server(adapter, sid) is None]
+    out = []
+    for sid in server_ids:
+        server = _server(adapter, sid)
+        if server is None or \
+                server.get('OS-EXT-STS:task_state') == 'deleting':
+            out.append(sid)
+    return out

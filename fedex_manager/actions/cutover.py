@@ -12,6 +12,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from fedex_manager.actions import forecast as forecast_mod
+from fedex_manager.actions import lifecycle
 from fedex_manager.actions import progress
 from fedex_manager import cinder
 from fedex_manager.db import api as db
@@ -27,6 +28,9 @@ from lsrp import exception
 CONF = cfg.CONF
 LOG = logging.getLogger(__name__)
 APPROVED = 'cutover approved'
+# The event of a server deleted in Nova while its migration cut over (no
+# abort then): a rollback of that cutover aborts the migration.
+DELETED_IN_CUTOVER = 'server deleted in Nova during the cutover'
 
 
 def migration_approve_cutover(ctx, migration):
@@ -146,6 +150,11 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
     m = db.transition(ctx, 'migration', migration, 'rollback',
                       values={'last_error': reason},
                       message='cutover rolled back: %s' % reason)
+    deleted = _deleted_in_cutover(ctx, m)
+    if deleted:
+        m = lifecycle.migration_abort(ctx, m['id'], reason=deleted)
+        start_waiting_members(ctx, m)
+        return m
     rollbacks = cutover_rollbacks(ctx, m)
     if rollbacks >= cutover_max_attempts():
         db.add_event(
@@ -159,6 +168,18 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
     jobs.post(ctx, m['id'], 'catchup')
     start_waiting_members(ctx, m)
     return progress.annotate(m)
+
+
+def _deleted_in_cutover(ctx, m):
+    """The event of a server deleted during the last cutover, or None."""
+    events = db.events(ctx, {'migration_id': m['id']})
+    began = max((e['created_at'] for e in events
+                 if e['to_state'] == states.CUTTING_OVER), default=None)
+    for e in events:
+        if began and e['created_at'] >= began and \
+                e['message'].startswith(DELETED_IN_CUTOVER):
+            return e['message']
+    return None
 
 
 def starts_by_itself(m):

@@ -23,6 +23,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
+from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.actions import lifecycle
 from fedex_manager import context as context_mod
 from fedex_manager.db import api as db
@@ -63,6 +64,21 @@ def abort_migrations_of(ctx, server_id, why):
         LOG.warning('migration %s: server %s deleted in Nova (%s): aborted',
                     m['id'], server_id, why)
         aborted.append(m['id'])
+    for m in db.migration_page(ctx, {'state': [states.CUTTING_OVER]},
+                               server=server_id):
+        # Not abortable in its cutover: kept for the cutover's end, which
+        # aborts it if it rolled back (cutover_actions.DELETED_IN_CUTOVER).
+        # Else nothing aborted it before the deletion ended (another
+        # notification) or the sweeper saw the server gone: 58 s once in
+        # the soak, the compute that was deleting it killed.
+        db.add_event(ctx, 'migration', m['id'], 'cutover',
+                     '%s: server %s (%s); the migration is aborted if its '
+                     'cutover rolls back' % (
+                         cutover_actions.DELETED_IN_CUTOVER, server_id, why),
+                     migration_id=m['id'], details={'server_id': server_id})
+        LOG.warning('migration %s: server %s deleted in Nova (%s) during '
+                    'its cutover: aborted if the cutover rolls back',
+                    m['id'], server_id, why)
     return aborted
 
 

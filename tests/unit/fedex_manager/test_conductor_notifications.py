@@ -7,6 +7,7 @@ import fixtures
 from oslo_config import cfg
 import oslo_messaging as messaging
 
+from fedex_manager.actions import cutover as cutover_actions
 from fedex_manager.conductor import notifications
 from fedex_manager.db import api as db
 from fedex_manager import opts
@@ -81,6 +82,26 @@ class TestEndpoint(NotificationsTestCase):
             db.transition(self.ctx, 'migration', m['id'], ev)
         self.notify('instance.delete.end', payload('vm0'))
         self.assertEqual([states.CUTTING_OVER], self.states_of(m))
+
+    def cutting_over(self):
+        m = self.in_transit()
+        for ev in ('deliver', 'import', 'catch_up', 'converge', 'cutover'):
+            db.transition(self.ctx, 'migration', m['id'], ev)
+        return m
+
+    def test_deleted_during_the_cutover_aborts_once_it_rolls_back(self):
+        m = self.cutting_over()
+        self.notify('instance.delete.start', payload('vm0'))
+        self.assertEqual([states.CUTTING_OVER], self.states_of(m))
+        cutover_actions.migration_cutover_finish(
+            self.ctx, m['id'], success=False, reason='Nova: instance gone')
+        self.assertEqual([states.ABORTING], self.states_of(m))
+        said = [e['message'] for e in db.events(
+            self.ctx, {'migration_id': m['id']})]
+        self.assertTrue(any(
+            t.startswith('abort requested: server deleted in Nova during '
+                         'the cutover: server vm0 (instance.delete.start)')
+            for t in said), said)
 
     def test_a_payload_without_server_is_ignored(self):
         m = self.in_transit()

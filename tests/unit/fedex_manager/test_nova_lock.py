@@ -81,5 +81,9 @@ class TestNovaLock(testtools.TestCase):
         self.assertIn('server s2 is not in Nova', str(e))
         self.assertEqual([], fake.actions)
         self.assertEqual(['s2'], nova_lock.gone(['s1', 's2']))
+        # One its user is deleting counts too (its compute may take a
+        # minute to end it).
+        fake.servers['s1']['OS-EXT-STS:task_state'] = 'deleting'
+        self.assertEqual(['s1', 's2'], nova_lock.gone(['s1', 's2']))
         self.assertEqual({'s1': 'not locked', 's2': 'gone'},
                          nova_lock.unlock(['s1', 's2'], WHY))
