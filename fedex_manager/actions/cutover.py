@@ -170,11 +170,16 @@ def migration_cutover_finish(ctx, migration, success=True, reason=None,
     return progress.annotate(m)
 
 
+def cutover_starts(events):
+    """When each cutover of a migration began (ISO), from its events."""
+    return [e['created_at'] for e in events
+            if e['to_state'] == states.CUTTING_OVER]
+
+
 def _deleted_in_cutover(ctx, m):
     """The event of a server deleted during the last cutover, or None."""
     events = db.events(ctx, {'migration_id': m['id']})
-    began = max((e['created_at'] for e in events
-                 if e['to_state'] == states.CUTTING_OVER), default=None)
+    began = max(cutover_starts(events), default=None)
     for e in events:
         if began and e['created_at'] >= began and \
                 e['message'].startswith(DELETED_IN_CUTOVER):

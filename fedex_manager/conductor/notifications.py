@@ -47,11 +47,31 @@ def server_of(payload):
 def abort_migrations_of(ctx, server_id, why):
     """Abort every migration of the server that can still be aborted.
 
-    Returns the ids of those this call aborted.
+    One in its cutover gets an event instead, acted on at the cutover's
+    end. Returns the ids of those this call aborted.
     """
     aborted = []
-    for m in db.migration_page(ctx, {'state': list(states.ABORTABLE)},
-                               server=server_id):
+    for m in db.migration_page(
+            ctx, {'state': list(states.ABORTABLE) + [states.CUTTING_OVER]},
+            server=server_id):
+        if m['state'] == states.CUTTING_OVER:
+            # Not abortable in its cutover: kept for the cutover's end,
+            # which aborts it if it rolled back
+            # (cutover_actions.DELETED_IN_CUTOVER). Else nothing aborted it
+            # before the deletion ended (another notification) or the
+            # sweeper saw the server gone: 58 s once in the soak, the
+            # compute that was deleting it killed.
+            db.add_event(ctx, 'migration', m['id'], 'cutover',
+                         '%s: server %s (%s); the migration is aborted if '
+                         'its cutover rolls back' % (
+                             cutover_actions.DELETED_IN_CUTOVER, server_id,
+                             why),
+                         migration_id=m['id'],
+                         details={'server_id': server_id})
+            LOG.warning('migration %s: server %s deleted in Nova (%s) '
+                        'during its cutover: aborted if the cutover rolls '
+                        'back', m['id'], server_id, why)
+            continue
         try:
             lifecycle.migration_abort(
                 ctx, m['id'], reason='server %s deleted in Nova (%s)' % (
@@ -64,21 +84,6 @@ def abort_migrations_of(ctx, server_id, why):
         LOG.warning('migration %s: server %s deleted in Nova (%s): aborted',
                     m['id'], server_id, why)
         aborted.append(m['id'])
-    for m in db.migration_page(ctx, {'state': [states.CUTTING_OVER]},
-                               server=server_id):
-        # Not abortable in its cutover: kept for the cutover's end, which
-        # aborts it if it rolled back (cutover_actions.DELETED_IN_CUTOVER).
-        # Else nothing aborted it before the deletion ended (another
-        # notification) or the sweeper saw the server gone: 58 s once in
-        # the soak, the compute that was deleting it killed.
-        db.add_event(ctx, 'migration', m['id'], 'cutover',
-                     '%s: server %s (%s); the migration is aborted if its '
-                     'cutover rolls back' % (
-                         cutover_actions.DELETED_IN_CUTOVER, server_id, why),
-                     migration_id=m['id'], details={'server_id': server_id})
-        LOG.warning('migration %s: server %s deleted in Nova (%s) during '
-                    'its cutover: aborted if the cutover rolls back',
-                    m['id'], server_id, why)
     return aborted
 
 

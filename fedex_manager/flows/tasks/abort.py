@@ -50,8 +50,7 @@ def refuse_if_moved(task, ctx, m, generation):
     blocks under that guest.)
     """
     if CONF.conductor.compute_driver != 'nova' or not m['dest_host'] \
-            or not any(e['to_state'] == states.CUTTING_OVER
-                       for e in db.events(ctx, {'migration_id': m['id']})):
+            or cutover.first_cutover_began(ctx, m) is None:
         return
     for s in m['servers']:
         host = _host_of(task, ctx, m, generation, s['server_id'])

@@ -78,8 +78,8 @@ NOVA_ERROR_GRACE = 120
 
 def cutover_began(ctx, m):
     """When this cutover began (the newest move to CUTTING_OVER), ISO."""
-    began = [e['created_at'] for e in db.events(ctx, {'migration_id': m['id']})
-             if e['to_state'] == states.CUTTING_OVER]
+    began = cutover_actions.cutover_starts(
+        db.events(ctx, {'migration_id': m['id']}))
     return max(began) if began else m['updated_at']
 
 
@@ -309,9 +309,8 @@ def _undo_nova_error(ctx, m, server_id, outcome, moved=False):
 
 def first_cutover_began(ctx, m):
     """When the migration's first cutover began, ISO; None: none did."""
-    began = [e['created_at'] for e in db.events(ctx, {'migration_id': m['id']})
-             if e['to_state'] == states.CUTTING_OVER]
-    return min(began) if began else None
+    return min(cutover_actions.cutover_starts(
+        db.events(ctx, {'migration_id': m['id']})), default=None)
 
 
 def restore_errored_servers(ctx, m):
